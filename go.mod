@@ -1,0 +1,3 @@
+module github.com/hyfed/hyfed
+
+go 1.26

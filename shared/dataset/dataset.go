@@ -1,0 +1,65 @@
+package dataset
+
+import "fmt"
+
+// Dataset is a labelled sample matrix. Every sample keeps a stable record id
+// (from the file, else its line or row number) that survives partitioning
+// and travels only as a keyed pseudonym.
+type Dataset struct {
+	Name    string
+	X       *Matrix
+	Y       []float64 // +1 or -1
+	IDs     []string
+	Heldout []bool // true for samples kept out of training (evaluation only)
+	// Image is set for image data: Width*Height pixel features first, in
+	// row-major order, then Extra features (the bias).
+	Image *ImageShape
+}
+
+// ImageShape describes image data so that partitions can cut quadrants.
+type ImageShape struct {
+	Width, Height int
+	Extra         int // trailing non-pixel features (the bias)
+}
+
+// N returns the number of samples.
+func (d *Dataset) N() int { return d.X.Rows }
+
+// M returns the number of features.
+func (d *Dataset) M() int { return d.X.Cols }
+
+// NumTrain returns the number of samples not held out.
+func (d *Dataset) NumTrain() int {
+	n := 0
+	for _, h := range d.Heldout {
+		if !h {
+			n++
+		}
+	}
+	return n
+}
+
+// Validate checks that labels, ids and flags match the matrix.
+func (d *Dataset) Validate() error {
+	if d.X == nil {
+		return fmt.Errorf("dataset %s: no matrix", d.Name)
+	}
+	if err := d.X.Validate(); err != nil {
+		return fmt.Errorf("dataset %s: %w", d.Name, err)
+	}
+	n := d.X.Rows
+	if len(d.Y) != n || len(d.IDs) != n || len(d.Heldout) != n {
+		return fmt.Errorf("dataset %s: %d rows, %d labels, %d ids, %d held-out flags", d.Name, n, len(d.Y), len(d.IDs), len(d.Heldout))
+	}
+	seen := make(map[string]int, n)
+	for i, y := range d.Y {
+		if y != 1 && y != -1 {
+			return fmt.Errorf("dataset %s: sample %q label %v is not +1 or -1", d.Name, d.IDs[i], y)
+		}
+		if j, dup := seen[d.IDs[i]]; dup {
+			return fmt.Errorf("dataset %s: record id %q used by samples %d and %d", d.Name, d.IDs[i], j, i)
+		}
+		seen[d.IDs[i]] = i
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package protocol
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/hyfed/hyfed/shared/loss"
+)
+
+// Step rules.
+const (
+	// StepHyFed is the default: synchronized picks within a sample group, a
+	// local sequential estimate of x.w, and an exact dual line search by the
+	// server over the round's aggregated direction (DESIGN.md 2b).
+	StepHyFed = "hyfed"
+	// StepPaper is Algorithm 5 of papers/000 as published: w fixed in the
+	// local loop, independent picks, a fixed gamma, updates averaged over
+	// |B_n| (with the correct closed-form hinge step of DESIGN.md 1).
+	StepPaper = "paper"
+)
+
+// Config is the federation's public configuration.
+type Config struct {
+	Lambda float64
+	Loss   string // hinge or logistic
+	Step   string // hyfed or paper
+	// Inner is H, the number of samples each client (paper) or each sample
+	// group (hyfed) updates per round.
+	Inner int
+	// Gamma scales the paper rule's updates (ignored by hyfed, which finds
+	// its step by line search).
+	Gamma float64
+	// Fraction is the probability that a connected client is active in a
+	// round; 1 means all.
+	Fraction float64
+	Rounds   int
+	// Seed drives the server's participation draws.
+	Seed uint64
+	// Clients is the number of participants the federation waits for
+	// before it starts.
+	Clients int
+}
+
+// Validate checks the configuration and fills defaults.
+func (c *Config) Validate() error {
+	if c.Loss == "" {
+		c.Loss = "hinge"
+	}
+	if _, err := loss.Parse(c.Loss); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if c.Step == "" {
+		c.Step = StepHyFed
+	}
+	if c.Step != StepHyFed && c.Step != StepPaper {
+		return fmt.Errorf("config: step %q: want %s or %s", c.Step, StepHyFed, StepPaper)
+	}
+	if !(c.Lambda > 0) || math.IsInf(c.Lambda, 0) {
+		return fmt.Errorf("config: lambda %v must be positive and finite", c.Lambda)
+	}
+	if c.Inner < 1 {
+		return fmt.Errorf("config: inner iterations %d must be at least 1", c.Inner)
+	}
+	if c.Gamma == 0 {
+		c.Gamma = 1
+	}
+	if !(c.Gamma > 0 && c.Gamma <= 1) {
+		return fmt.Errorf("config: gamma %v must be in (0, 1]", c.Gamma)
+	}
+	if c.Fraction == 0 {
+		c.Fraction = 1
+	}
+	if !(c.Fraction > 0 && c.Fraction <= 1) {
+		return fmt.Errorf("config: fraction %v must be in (0, 1]", c.Fraction)
+	}
+	if c.Rounds < 0 {
+		return fmt.Errorf("config: rounds %d must not be negative", c.Rounds)
+	}
+	if c.Clients < 1 {
+		return fmt.Errorf("config: clients %d must be at least 1", c.Clients)
+	}
+	return nil
+}

@@ -1,0 +1,593 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/hyfed/hyfed/shared/seal"
+)
+
+// Envelope is a message addressed to one participant.
+type Envelope struct {
+	To  int
+	Msg Message
+}
+
+// Phase names, as reported in metrics.
+const (
+	PhaseSetup     = "setup"
+	PhaseRefresh   = "refresh"
+	PhaseStep      = "step"
+	PhaseDirection = "direction"
+	PhaseIP        = "ip"
+	PhaseMetrics   = "metrics"
+)
+
+// Phases lists the round phases in order.
+var Phases = []string{PhaseRefresh, PhaseStep, PhaseDirection, PhaseIP, PhaseMetrics}
+
+// RoundMetrics is what the coordinator records after every round.
+type RoundMetrics struct {
+	Round    int
+	Primal   float64
+	Dual     float64
+	Gap      float64
+	TrainAcc float64
+	HeldAcc  float64
+	Gamma    float64 // step applied (hyfed: line search; paper: the fixed gamma)
+	Active   int     // clients active this round
+	Updated  int     // sample groups updated this round (hyfed)
+	Partial  bool    // some clients were missing, so P is not over all samples
+	Seconds  map[string]float64
+	BytesIn  int // participant -> coordinator
+	BytesOut int // coordinator -> participant
+}
+
+type clientState struct {
+	hello        *Message
+	connected    bool
+	ready        bool // set up, norms delivered
+	stale        bool // its hat_w may not match the dual values: refresh before its next step
+	returned     bool // came back and holds no dual values yet: refresh before anything
+	slots        []int
+	groups       []int // global group indexes, in the order of its Setup.GroupKeys
+	localGroup   map[int]int
+	features     []int
+	hatW         []float64
+	activeRound  bool
+}
+
+type group struct {
+	holders []int
+	key     string
+	train   int
+}
+
+type phaseState struct {
+	name    string
+	reply   Kind
+	waiting map[int]bool
+	replies map[int]Message
+	dropped []int
+	next    func(p *phaseState)
+	started time.Time
+}
+
+// Coordinator is the server's state machine: it aligns samples, runs rounds
+// and aggregates sealed values it cannot open. It does no I/O: methods take
+// what arrived and return what to send.
+type Coordinator struct {
+	cfg    Config
+	scheme seal.Scheme
+	now    func() time.Time
+	rng    *rand.Rand
+
+	clients     []*clientState
+	fingerprint string
+	started     bool
+	finished    bool
+
+	numFeatures int
+	numTrain    int
+	numSlots    int
+	groups      []group
+	holders     []int // per slot: |B_n|
+	slotGroup   []int // per slot: its sample group
+	heldout     []bool
+
+	alpha seal.Vec // enc(a)
+	norms seal.Vec // enc(q)
+	w     []float64
+
+	round   int
+	phase   *phaseState
+	cur     RoundMetrics
+	history []RoundMetrics
+	out     []Envelope
+
+	// round scratch
+	updating  []int // groups updated this round
+	direction seal.Vec
+	aborted   bool
+	missing   bool
+	ipSum     seal.Vec
+}
+
+// ErrFinished is returned by Receive after the last round.
+var ErrFinished = errors.New("federation finished")
+
+// NewCoordinator starts a federation that waits for cfg.Clients participants.
+func NewCoordinator(cfg Config, scheme seal.Scheme) (*Coordinator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Coordinator{cfg: cfg, scheme: scheme, now: time.Now,
+		rng: rand.New(rand.NewPCG(cfg.Seed, 0xc0)),
+	}, nil
+}
+
+// SetClock replaces the clock used for phase timings (tests).
+func (c *Coordinator) SetClock(now func() time.Time) { c.now = now }
+
+// Config returns the federation's configuration.
+func (c *Coordinator) Config() Config { return c.cfg }
+
+// Round returns the current round (0 during setup).
+func (c *Coordinator) Round() int { return c.round }
+
+// Finished reports whether the last round has completed.
+func (c *Coordinator) Finished() bool { return c.finished }
+
+// History returns the metrics of every completed round (round 0 is the
+// starting point).
+func (c *Coordinator) History() []RoundMetrics { return c.history }
+
+// W returns the current global model.
+func (c *Coordinator) W() []float64 { return c.w }
+
+// HatW returns client k's last primal contribution (on its features).
+func (c *Coordinator) HatW(k int) []float64 { return c.clients[k].hatW }
+
+// Scheme returns the sealing scheme.
+func (c *Coordinator) Scheme() seal.Scheme { return c.scheme }
+
+func (c *Coordinator) flush() []Envelope {
+	out := c.out
+	c.out = nil
+	for _, e := range out {
+		c.cur.BytesOut += e.Msg.WireSize(c.scheme)
+	}
+	return out
+}
+
+func (c *Coordinator) send(to int, m Message) {
+	c.out = append(c.out, Envelope{To: to, Msg: m})
+}
+
+func (c *Coordinator) reject(to int, format string, args ...any) {
+	c.send(to, Message{Kind: KindError, Round: c.round, Err: fmt.Sprintf(format, args...)})
+}
+
+// Connect registers client k's hello (a first join or a return).
+func (c *Coordinator) Connect(k int, hello Message) []Envelope {
+	c.cur.BytesIn += hello.WireSize(c.scheme)
+	if err := c.connect(k, hello); err != nil {
+		c.reject(k, "%v", err)
+	}
+	return c.flush()
+}
+
+func (c *Coordinator) connect(k int, h Message) error {
+	if h.Kind != KindHello {
+		return fmt.Errorf("expected hello, got %q", h.Kind)
+	}
+	if k < 0 {
+		return fmt.Errorf("client %d: bad index", k)
+	}
+	if c.fingerprint != "" && h.Fingerprint != c.fingerprint {
+		return fmt.Errorf("client %d: key fingerprint does not match the federation's: wrong secret", k)
+	}
+	if len(h.Pseudonyms) == 0 || len(h.Pseudonyms) != len(h.Heldout) {
+		return fmt.Errorf("client %d: %d pseudonyms, %d held-out flags", k, len(h.Pseudonyms), len(h.Heldout))
+	}
+	if h.NumFeatures < 1 || len(h.Features) == 0 {
+		return fmt.Errorf("client %d: no features", k)
+	}
+	for j, f := range h.Features {
+		if f < 0 || f >= h.NumFeatures || (j > 0 && h.Features[j-1] >= f) {
+			return fmt.Errorf("client %d: feature index %d out of order or outside 0..%d", k, f, h.NumFeatures-1)
+		}
+	}
+	for k >= len(c.clients) {
+		c.clients = append(c.clients, &clientState{})
+	}
+	cs := c.clients[k]
+	if c.started {
+		// A return: the same block as before, set up again, refreshed
+		// before its next update.
+		if cs.hello == nil {
+			return fmt.Errorf("client %d: the federation has started; it did not join before", k)
+		}
+		if !sameHello(cs.hello, &h) {
+			return fmt.Errorf("client %d: returned with a different block", k)
+		}
+		if cs.connected {
+			return fmt.Errorf("client %d: already connected", k)
+		}
+		cs.connected, cs.ready, cs.stale, cs.returned = true, false, true, true
+		c.sendSetup(k, false)
+		c.sendNorms(k)
+		return nil
+	}
+	if cs.hello != nil && cs.connected {
+		return fmt.Errorf("client %d: already connected", k)
+	}
+	if c.fingerprint == "" {
+		c.fingerprint = h.Fingerprint
+	}
+	if c.numFeatures == 0 {
+		c.numFeatures = h.NumFeatures
+	} else if h.NumFeatures != c.numFeatures {
+		return fmt.Errorf("client %d: %d features, the federation has %d", k, h.NumFeatures, c.numFeatures)
+	}
+	hc := h
+	cs.hello, cs.connected = &hc, true
+	n := 0
+	for _, x := range c.clients {
+		if x.hello != nil && x.connected {
+			n++
+		}
+	}
+	if n == c.cfg.Clients {
+		if err := c.align(); err != nil {
+			for i := range c.clients {
+				c.reject(i, "alignment failed: %v", err)
+			}
+			c.finished = true
+			return nil
+		}
+		c.start()
+	}
+	return nil
+}
+
+func sameHello(a, b *Message) bool {
+	if len(a.Pseudonyms) != len(b.Pseudonyms) || len(a.Features) != len(b.Features) || a.Fingerprint != b.Fingerprint {
+		return false
+	}
+	for i := range a.Pseudonyms {
+		if a.Pseudonyms[i] != b.Pseudonyms[i] || a.Heldout[i] != b.Heldout[i] {
+			return false
+		}
+	}
+	for i := range a.Features {
+		if a.Features[i] != b.Features[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// align matches samples by pseudonym, forms sample groups (samples with the
+// same holders) and lays slots out group by group.
+func (c *Coordinator) align() error {
+	type sample struct {
+		holders []int
+		heldout bool
+	}
+	byPseud := map[string]*sample{}
+	for k, cs := range c.clients {
+		if cs.hello == nil {
+			return fmt.Errorf("client %d never joined", k)
+		}
+		seen := map[string]bool{}
+		for i, p := range cs.hello.Pseudonyms {
+			if seen[p] {
+				return fmt.Errorf("client %d lists sample %s twice", k, p)
+			}
+			seen[p] = true
+			s := byPseud[p]
+			if s == nil {
+				s = &sample{heldout: cs.hello.Heldout[i]}
+				byPseud[p] = s
+			} else if s.heldout != cs.hello.Heldout[i] {
+				return fmt.Errorf("sample %s is held out by one client and not by another", p)
+			}
+			s.holders = append(s.holders, k)
+		}
+	}
+	c.groups, c.holders, c.slotGroup, c.heldout, c.numTrain = nil, nil, nil, nil, 0
+	groupOf := map[string]int{}
+	type gs struct {
+		key     string
+		holders []int
+		members []string
+	}
+	var gl []*gs
+	for p, s := range byPseud {
+		hk := fmt.Sprint(s.holders)
+		gi, ok := groupOf[hk]
+		if !ok {
+			gi = len(gl)
+			groupOf[hk] = gi
+			gl = append(gl, &gs{holders: s.holders})
+		}
+		gl[gi].members = append(gl[gi].members, p)
+	}
+	for _, g := range gl {
+		sort.Strings(g.members)
+		g.key = g.members[0]
+	}
+	sort.Slice(gl, func(a, b int) bool { return gl[a].key < gl[b].key })
+	slotOf := map[string]int{}
+	c.groups = make([]group, len(gl))
+	groupIdx := map[string]int{}
+	for gi, g := range gl {
+		c.groups[gi] = group{holders: g.holders, key: g.key}
+		for _, p := range g.members {
+			slotOf[p] = len(c.holders)
+			groupIdx[p] = gi
+			c.holders = append(c.holders, len(g.holders))
+			c.slotGroup = append(c.slotGroup, gi)
+			c.heldout = append(c.heldout, byPseud[p].heldout)
+			if !byPseud[p].heldout {
+				c.numTrain++
+				c.groups[gi].train++
+			}
+		}
+	}
+	c.numSlots = len(c.holders)
+	if c.numTrain == 0 {
+		return fmt.Errorf("no training samples")
+	}
+	for _, cs := range c.clients {
+		h := cs.hello
+		cs.slots = make([]int, len(h.Pseudonyms))
+		cs.localGroup = map[int]int{}
+		cs.groups = nil
+		for i, p := range h.Pseudonyms {
+			cs.slots[i] = slotOf[p]
+			g := groupIdx[p]
+			if _, ok := cs.localGroup[g]; !ok {
+				cs.localGroup[g] = len(cs.groups)
+				cs.groups = append(cs.groups, g)
+			}
+		}
+		cs.features = h.Features
+		cs.hatW = make([]float64, len(h.Features))
+	}
+	c.w = make([]float64, c.numFeatures)
+	c.alpha = seal.Vec{}
+	return nil
+}
+
+func (c *Coordinator) setupFor(k int) *Setup {
+	cs := c.clients[k]
+	n := len(cs.slots)
+	s := &Setup{Slots: cs.slots, NumTrain: c.numTrain, Config: c.cfg,
+		Group: make([]int, n), Holders: make([]int, n)}
+	for i, sl := range cs.slots {
+		s.Group[i] = cs.localGroup[c.slotGroup[sl]]
+		s.Holders[i] = c.holders[sl]
+	}
+	for _, g := range cs.groups {
+		s.GroupKeys = append(s.GroupKeys, c.groups[g].key)
+	}
+	return s
+}
+
+func (c *Coordinator) sendSetup(k int, norms bool) {
+	s := c.setupFor(k)
+	s.SendNorms = norms
+	c.send(k, Message{Kind: KindSetup, Setup: s})
+}
+
+func (c *Coordinator) sendNorms(k int) {
+	v, err := seal.Restrict(c.scheme, c.norms, c.clients[k].slots)
+	if err != nil {
+		c.reject(k, "norms: %v", err)
+		return
+	}
+	c.send(k, Message{Kind: KindNorms, Sealed: v})
+	c.clients[k].ready = true
+}
+
+// start sends the setup and collects the sealed squared norms.
+func (c *Coordinator) start() {
+	c.started = true
+	all := c.connected()
+	for _, k := range all {
+		c.sendSetup(k, true)
+	}
+	c.await(PhaseSetup, KindNormsPart, all, func(p *phaseState) {
+		parts := make([]seal.Vec, 0, len(p.replies))
+		for _, k := range sortedKeys(p.replies) {
+			parts = append(parts, p.replies[k].Sealed)
+		}
+		sum, err := seal.Sum(c.scheme, parts...)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		c.norms = sum
+		if len(p.dropped) > 0 {
+			// A norm sum without every holder is wrong for good: wait for
+			// them to return and sum again.
+			c.started = false
+			c.norms = nil
+			return
+		}
+		for _, k := range c.connected() {
+			c.sendNorms(k)
+		}
+		// Round 0: inner products and metrics of the starting point.
+		c.ipPhase(false, 0, true, nil)
+	})
+}
+
+func (c *Coordinator) fail(err error) {
+	for _, k := range c.connected() {
+		c.reject(k, "federation stopped: %v", err)
+	}
+	c.finished = true
+	c.phase = nil
+}
+
+func (c *Coordinator) connected() []int {
+	var out []int
+	for k, cs := range c.clients {
+		if cs.connected && cs.hello != nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[int]Message) []int {
+	ks := make([]int, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Ints(ks)
+	return ks
+}
+
+// await starts a phase: it waits for one reply of the given kind from every
+// target (or its disconnect), then calls next.
+func (c *Coordinator) await(name string, reply Kind, targets []int, next func(p *phaseState)) {
+	p := &phaseState{name: name, reply: reply, waiting: map[int]bool{}, replies: map[int]Message{}, next: next, started: c.now()}
+	for _, k := range targets {
+		p.waiting[k] = true
+	}
+	c.phase = p
+	c.maybeFinishPhase()
+}
+
+func (c *Coordinator) maybeFinishPhase() {
+	p := c.phase
+	if p == nil || len(p.waiting) > 0 {
+		return
+	}
+	if c.cur.Seconds == nil {
+		c.cur.Seconds = map[string]float64{}
+	}
+	c.cur.Seconds[p.name] += c.now().Sub(p.started).Seconds()
+	c.phase = nil
+	p.next(p)
+}
+
+// Receive processes one participant message.
+func (c *Coordinator) Receive(k int, m Message) []Envelope {
+	c.cur.BytesIn += m.WireSize(c.scheme)
+	if err := c.receive(k, m); err != nil {
+		c.reject(k, "%v", err)
+	}
+	return c.flush()
+}
+
+func (c *Coordinator) receive(k int, m Message) error {
+	if m.Kind == KindHello {
+		return c.connect(k, m)
+	}
+	if k < 0 || k >= len(c.clients) || !c.clients[k].connected {
+		return fmt.Errorf("client %d is not connected", k)
+	}
+	if c.finished {
+		return ErrFinished
+	}
+	p := c.phase
+	if p == nil || m.Kind != p.reply || !p.waiting[k] || (m.Round != c.round && p.name != PhaseSetup) {
+		want := "nothing"
+		if p != nil {
+			want = string(p.reply)
+		}
+		return fmt.Errorf("unexpected %q for round %d: the federation is in round %d and waits for %s", m.Kind, m.Round, c.round, want)
+	}
+	if err := c.check(k, m); err != nil {
+		return err
+	}
+	delete(p.waiting, k)
+	p.replies[k] = m
+	c.maybeFinishPhase()
+	return nil
+}
+
+// check validates the plaintext fields of a reply before it is accepted.
+func (c *Coordinator) check(k int, m Message) error {
+	cs := c.clients[k]
+	finite := func(name string, v ...float64) error {
+		for _, x := range v {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("%s: field %s holds a non-finite number", m.Kind, name)
+			}
+		}
+		return nil
+	}
+	switch m.Kind {
+	case KindPrimal:
+		if len(m.HatW) != len(cs.features) {
+			return fmt.Errorf("primal: %d values for %d features", len(m.HatW), len(cs.features))
+		}
+		return finite("HatW", m.HatW...)
+	case KindDirPart:
+		if len(m.DW) != len(cs.features) {
+			return fmt.Errorf("dir-part: %d values for %d features", len(m.DW), len(cs.features))
+		}
+		if err := finite("DW", m.DW...); err != nil {
+			return err
+		}
+		return finite("DConj", m.DConj)
+	case KindMetrics:
+		if m.TrainN < 0 || m.HeldN < 0 || m.TrainOK < 0 || m.HeldOK < 0 || m.TrainOK > m.TrainN || m.HeldOK > m.HeldN {
+			return fmt.Errorf("metrics: counts out of range")
+		}
+		return finite("LossSum/ConjSum", m.LossSum, m.ConjSum)
+	}
+	for ci := range m.Sealed {
+		if ci < 0 || ci*c.scheme.ChunkLen() >= c.numSlots {
+			return fmt.Errorf("%s: sealed chunk %d outside the layout", m.Kind, ci)
+		}
+	}
+	return nil
+}
+
+// Disconnect records that client k went away; a phase waiting for it
+// carries on without it.
+func (c *Coordinator) Disconnect(k int) []Envelope {
+	if k >= 0 && k < len(c.clients) && c.clients[k].connected {
+		cs := c.clients[k]
+		cs.connected, cs.ready = false, false
+		if p := c.phase; p != nil && p.waiting[k] {
+			delete(p.waiting, k)
+			p.dropped = append(p.dropped, k)
+			c.maybeFinishPhase()
+		}
+	}
+	return c.flush()
+}
+
+// Expire ends the current phase at its deadline: clients that did not
+// answer are treated as gone for this round.
+func (c *Coordinator) Expire() []Envelope {
+	if p := c.phase; p != nil {
+		for k := range p.waiting {
+			p.dropped = append(p.dropped, k)
+		}
+		sort.Ints(p.dropped)
+		p.waiting = map[int]bool{}
+		c.maybeFinishPhase()
+	}
+	return c.flush()
+}
+
+// Phase returns the name of the phase in progress ("" between phases).
+func (c *Coordinator) Phase() string {
+	if c.phase == nil {
+		return ""
+	}
+	return c.phase.name
+}

@@ -1,0 +1,135 @@
+package protocol
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/hyfed/hyfed/shared/central"
+	"github.com/hyfed/hyfed/shared/dataset"
+	"github.com/hyfed/hyfed/shared/loss"
+	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/seal"
+	"github.com/hyfed/hyfed/shared/secret"
+)
+
+// testData is a small dense problem with correlated features and a bias.
+func testData(n, m int, seed uint64) *dataset.Dataset {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	d := &dataset.Dataset{Name: "test", X: dataset.NewDense(n, m)}
+	truth := make([]float64, m)
+	for j := range truth {
+		truth[j] = rng.NormFloat64()
+	}
+	for i := 0; i < n; i++ {
+		row := d.X.Data[i*m : (i+1)*m]
+		for j := 0; j < m-1; j++ {
+			row[j] = rng.Float64()
+		}
+		row[m-1] = 1
+		z := 0.0
+		for j := range row {
+			z += row[j] * truth[j]
+		}
+		y := 1.0
+		if z+1.5*rng.NormFloat64() < truth[m-1]+0.5*sum(truth[:m-1]) {
+			y = -1
+		}
+		d.Y = append(d.Y, y)
+		d.IDs = append(d.IDs, "s"+string(rune('a'+i%26))+itoa(i))
+		d.Heldout = append(d.Heldout, i%10 == 9)
+	}
+	return d
+}
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i == 0 {
+		return "0"
+	}
+	s := ""
+	for ; i > 0; i /= 10 {
+		s = string(digits[i%10]) + s
+	}
+	return s
+}
+
+// gridBlocks splits d into k sample groups x q contiguous feature ranges.
+func gridBlocks(d *dataset.Dataset, k, q int) []partition.Block {
+	var out []partition.Block
+	n, m := d.N(), d.M()
+	for g := 0; g < k; g++ {
+		rows := []int{}
+		for i := g * n / k; i < (g+1)*n/k; i++ {
+			rows = append(rows, i)
+		}
+		for f := 0; f < q; f++ {
+			lo, hi := f*m/q, (f+1)*m/q
+			b := partition.Block{NumFeatures: m, X: dataset.NewDense(len(rows), hi-lo)}
+			for j := lo; j < hi; j++ {
+				b.Features = append(b.Features, j)
+			}
+			for r, i := range rows {
+				b.IDs = append(b.IDs, d.IDs[i])
+				b.Y = append(b.Y, d.Y[i])
+				b.Heldout = append(b.Heldout, d.Heldout[i])
+				for j := lo; j < hi; j++ {
+					b.X.Data[r*(hi-lo)+j-lo] = d.X.At(i, j)
+				}
+			}
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func optimum(t *testing.T, d *dataset.Dataset, lambda float64) float64 {
+	t.Helper()
+	r, err := central.Solve(context.Background(), d, central.Config{Lambda: lambda, Loss: loss.Hinge{}, Tol: 1e-10, MaxEpochs: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Primal
+}
+
+type fed struct {
+	coord *Coordinator
+	mem   *Memory
+}
+
+func newFed(t *testing.T, blocks []partition.Block, cfg Config) *fed {
+	t.Helper()
+	cfg.Clients = len(blocks)
+	sec := secret.FromSeed(7)
+	scheme := seal.Plaintext{Len: 64}
+	c, err := NewCoordinator(cfg, scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := NewMemory(len(blocks), func(k int) (*Participant, error) {
+		return NewParticipant(&blocks[k], sec, seal.PlainKey{S: scheme})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fed{coord: c, mem: mem}
+}
+
+func (f *fed) run(t *testing.T) []RoundMetrics {
+	t.Helper()
+	if err := Serve(context.Background(), f.coord, f.mem, nil); err != nil {
+		t.Fatal(err)
+	}
+	return f.coord.History()
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+func sum(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s
+}

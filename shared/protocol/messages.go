@@ -1,0 +1,126 @@
+// Package protocol implements the HyFDCA round protocol (DESIGN.md 2) as two
+// state machines free of I/O: the Coordinator (server side) and the
+// Participant (one per client). They exchange Messages through a Transport;
+// the in-memory transport here runs whole federations in one process, the
+// websocket transport runs the same machines across the network.
+package protocol
+
+import (
+	"github.com/hyfed/hyfed/shared/seal"
+)
+
+// Kind names a message type.
+type Kind string
+
+// Message kinds, coordinator -> participant.
+const (
+	KindSetup     Kind = "setup"      // layout and constants after alignment
+	KindNorms     Kind = "norms"      // summed sealed squared norms, masked
+	KindRefresh   Kind = "refresh"    // sealed dual values, masked: send hat_w
+	KindStep      Kind = "step"       // run the local dual method
+	KindDirection Kind = "direction"  // summed sealed direction, masked
+	KindWeights   Kind = "weights"    // step size and w on the client's features
+	KindIP        Kind = "ip"         // summed sealed inner products, masked
+	KindDone      Kind = "done"       // training finished
+	KindError     Kind = "error"      // a typed error for the receiver
+	KindHello     Kind = "hello"      // participant registers its block
+	KindNormsPart Kind = "norms-part" // sealed squared norms of the block's rows
+	KindPrimal    Kind = "primal"     // hat_w_k
+	KindDelta     Kind = "delta"      // sealed dual update
+	KindDirPart   Kind = "dir-part"   // the block's share of dw and the conjugate change
+	KindIPPart    Kind = "ip-part"    // sealed inner products of the block's rows
+	KindMetrics   Kind = "metrics"    // loss and accuracy sums of labelled samples
+)
+
+// Message is one protocol message. Exactly the fields of its Kind are set.
+// Fields of type seal.Vec are the only ones that may carry per-sample
+// values; every other field is public to the server by design.
+type Message struct {
+	Kind  Kind
+	Round int
+
+	// hello
+	Pseudonyms  []string
+	Heldout     []bool
+	Features    []int
+	NumFeatures int
+	Fingerprint string
+
+	// setup
+	Setup *Setup
+
+	// step
+	Active bool
+	// Groups lists the indexes (into Setup.Groups) of the client's groups
+	// that update this round, with the number of active holders of each.
+	Groups        []int
+	ActiveHolders []int
+	// Report lists the local groups whose label-dependent sums (conjugate
+	// change, loss, accuracy) this client reports: one holder per group.
+	Report []int
+
+	// weights
+	Gamma   float64
+	Applied bool // the round's direction was applied with Gamma
+	W       []float64
+
+	// primal, dir-part
+	HatW  []float64 // on the client's features, unscaled sum_n a_n x_{k,n}
+	DW    []float64 // on the client's features, unscaled sum_n d_n x_{k,n}
+	DConj float64   // sum over labelled training samples of the conjugate change
+
+	// metrics
+	LossSum, ConjSum float64
+	TrainOK, TrainN  int
+	HeldOK, HeldN    int
+
+	// sealed payloads
+	Sealed seal.Vec
+	// Alpha carries the sealed dual values along with inner products under
+	// the paper rule, whose clients' own copies go stale while inactive.
+	Alpha seal.Vec
+
+	// error
+	Err string
+}
+
+// Setup tells a participant where its samples live in the layout and the
+// constants of the federation. Per-sample slices follow the order of the
+// participant's Hello.
+type Setup struct {
+	Slots   []int // layout slot of each sample
+	Group   []int // index into Groups of each sample
+	Holders []int // |B_n| of each sample
+	// Groups are the sample groups the participant belongs to; GroupKeys
+	// name them for pick seeds (the smallest pseudonym in the group).
+	GroupKeys []string
+	NumTrain  int
+	Config    Config
+	// SendNorms asks for the sealed squared norms (first setup only: a
+	// returning participant gets the stored sums).
+	SendNorms bool
+}
+
+// WireSize estimates the bytes the message takes on the wire: 8 per number,
+// the scheme's size per sealed chunk, the length of strings. It is what the
+// metrics report as bytes sent until a wire encoding measures them exactly.
+func (m *Message) WireSize(s seal.Scheme) int {
+	n := 16 + len(m.Kind)
+	for _, p := range m.Pseudonyms {
+		n += len(p) + 2
+	}
+	n += len(m.Heldout) + 8*len(m.Features) + len(m.Fingerprint) + 8*(len(m.Groups)+len(m.ActiveHolders)+len(m.Report))
+	n += 8 * (len(m.W) + len(m.HatW) + len(m.DW))
+	n += 8 * 8
+	if m.Setup != nil {
+		n += 8 * (len(m.Setup.Slots) + len(m.Setup.Group) + len(m.Setup.Holders))
+		n += 64
+		for _, k := range m.Setup.GroupKeys {
+			n += len(k)
+		}
+	}
+	if s != nil {
+		n += m.Sealed.WireSize(s) + m.Alpha.WireSize(s)
+	}
+	return n + len(m.Err)
+}

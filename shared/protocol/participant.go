@@ -1,0 +1,348 @@
+package protocol
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/hyfed/hyfed/shared/loss"
+	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/seal"
+	"github.com/hyfed/hyfed/shared/secret"
+)
+
+// Participant is one client's state machine. It holds its block, the
+// federation secret and the sealing key; everything it sends that concerns a
+// single sample is sealed.
+type Participant struct {
+	block  *partition.Block
+	secret secret.Secret
+	key    seal.Key
+	pseud  []string
+
+	setup   *Setup
+	loss    loss.Loss
+	lambdaN float64
+	// groupTrain lists, for each of the participant's groups, its training
+	// samples (local indexes) in slot order, so that every holder of the
+	// group picks the same samples from the same seed.
+	groupTrain [][]int
+	train      []int // all local training samples
+
+	alpha   []float64 // dual values of the block's samples (authoritative copy on the server)
+	ip      []float64 // last opened x_n.w
+	q       []float64 // ||x_n||^2 over all holders
+	w       []float64 // w on the block's features
+	pending []float64 // this round's opened direction, applied on "weights"
+	ready   bool
+}
+
+// NewParticipant prepares a participant for its block.
+func NewParticipant(b *partition.Block, s secret.Secret, key seal.Key) (*Participant, error) {
+	if err := b.Validate(); err != nil {
+		return nil, fmt.Errorf("participant: %w", err)
+	}
+	p := &Participant{block: b, secret: s, key: key}
+	p.pseud = make([]string, b.N())
+	for i, id := range b.IDs {
+		p.pseud[i] = s.Pseudonym(id)
+	}
+	return p, nil
+}
+
+// Hello is the registration message: pseudonyms, held-out flags and the
+// feature indexes of the block; no data, no labels.
+func (p *Participant) Hello() Message {
+	return Message{Kind: KindHello, Pseudonyms: p.pseud, Heldout: p.block.Heldout,
+		Features: p.block.Features, NumFeatures: p.block.NumFeatures, Fingerprint: p.secret.Fingerprint()}
+}
+
+// Ready reports whether setup has finished.
+func (p *Participant) Ready() bool { return p.ready }
+
+// Alpha returns the participant's copy of its samples' dual values.
+func (p *Participant) Alpha() []float64 { return p.alpha }
+
+// Handle processes one coordinator message and returns the replies.
+func (p *Participant) Handle(m Message) ([]Message, error) {
+	if m.Kind != KindSetup && m.Kind != KindError && m.Kind != KindDone && p.setup == nil {
+		return nil, fmt.Errorf("participant: %s before setup", m.Kind)
+	}
+	switch m.Kind {
+	case KindSetup:
+		return p.onSetup(m)
+	case KindNorms:
+		q, err := seal.OpenSlots(p.key, m.Sealed, p.setup.Slots)
+		if err != nil {
+			return nil, fmt.Errorf("participant: norms: %w", err)
+		}
+		p.q = q
+		p.ready = true
+		return nil, nil
+	case KindRefresh:
+		return p.onRefresh(m)
+	case KindStep:
+		return p.onStep(m)
+	case KindDirection:
+		return p.onDirection(m)
+	case KindWeights:
+		return p.onWeights(m)
+	case KindIP:
+		return p.onIP(m)
+	case KindDone:
+		return nil, nil
+	case KindError:
+		return nil, fmt.Errorf("participant: coordinator says: %s", m.Err)
+	}
+	return nil, fmt.Errorf("participant: unexpected message %q", m.Kind)
+}
+
+func (p *Participant) onSetup(m Message) ([]Message, error) {
+	s := m.Setup
+	n := p.block.N()
+	if s == nil || len(s.Slots) != n || len(s.Group) != n || len(s.Holders) != n {
+		return nil, fmt.Errorf("participant: setup does not match the block's %d samples", n)
+	}
+	cfg := s.Config
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("participant: setup: %w", err)
+	}
+	l, err := loss.Parse(cfg.Loss)
+	if err != nil {
+		return nil, err
+	}
+	if s.NumTrain < 1 {
+		return nil, fmt.Errorf("participant: setup: %d training samples", s.NumTrain)
+	}
+	p.setup, p.loss = s, l
+	p.lambdaN = cfg.Lambda * float64(s.NumTrain)
+	p.groupTrain = make([][]int, len(s.GroupKeys))
+	p.train = p.train[:0]
+	for i := 0; i < n; i++ {
+		g := s.Group[i]
+		if g < 0 || g >= len(s.GroupKeys) || s.Holders[i] < 1 {
+			return nil, fmt.Errorf("participant: setup: sample %d has group %d, %d holders", i, g, s.Holders[i])
+		}
+		if !p.block.Heldout[i] {
+			p.groupTrain[g] = append(p.groupTrain[g], i)
+			p.train = append(p.train, i)
+		}
+	}
+	for _, g := range p.groupTrain {
+		sort.Slice(g, func(a, b int) bool { return s.Slots[g[a]] < s.Slots[g[b]] })
+	}
+	p.alpha = make([]float64, n)
+	p.ip = make([]float64, n)
+	p.w = make([]float64, len(p.block.Features))
+	p.pending = nil
+	p.ready = false
+	if !s.SendNorms {
+		return nil, nil
+	}
+	norms := make([]float64, n)
+	for i := range norms {
+		norms[i] = p.block.X.RowNormSq(i)
+	}
+	v, err := seal.SealSlots(p.key, s.Slots, norms)
+	if err != nil {
+		return nil, fmt.Errorf("participant: norms: %w", err)
+	}
+	return []Message{{Kind: KindNormsPart, Sealed: v}}, nil
+}
+
+// primal returns hat_w_k = sum over training samples of alpha_n x_{k,n}.
+func (p *Participant) primal() []float64 {
+	hw := make([]float64, len(p.block.Features))
+	for _, i := range p.train {
+		p.block.X.AddRowTo(i, p.alpha[i], hw)
+	}
+	return hw
+}
+
+func (p *Participant) onRefresh(m Message) ([]Message, error) {
+	a, err := seal.OpenSlots(p.key, m.Sealed, p.setup.Slots)
+	if err != nil {
+		return nil, fmt.Errorf("participant: refresh: %w", err)
+	}
+	for i := range a {
+		if p.block.Heldout[i] {
+			a[i] = 0
+		}
+	}
+	p.alpha, p.pending = a, nil
+	return []Message{{Kind: KindPrimal, Round: m.Round, HatW: p.primal()}}, nil
+}
+
+func (p *Participant) onStep(m Message) ([]Message, error) {
+	p.pending = nil
+	reply := Message{Kind: KindDelta, Round: m.Round, Sealed: seal.Vec{}}
+	if !m.Active {
+		return []Message{reply}, nil
+	}
+	var slots []int
+	var vals []float64
+	cfg := p.setup.Config
+	switch cfg.Step {
+	case StepHyFed:
+		if len(m.ActiveHolders) != len(m.Groups) {
+			return nil, fmt.Errorf("participant: step: %d groups but %d holder counts", len(m.Groups), len(m.ActiveHolders))
+		}
+		v := make([]float64, len(p.block.Features))
+		for gi, g := range m.Groups {
+			if g < 0 || g >= len(p.groupTrain) || m.ActiveHolders[gi] < 1 {
+				return nil, fmt.Errorf("participant: step: bad group %d", g)
+			}
+			c := float64(m.ActiveHolders[gi])
+			picks := pick(p.groupTrain[g], cfg.Inner, p.secret.PickSeed(p.setup.GroupKeys[g], m.Round))
+			for _, i := range picks {
+				// Local sequential estimate: x_i.w moves by |B_i| times this
+				// block's share of the change made so far in this round.
+				z := p.ip[i] + float64(p.setup.Holders[i])*p.block.X.Dot(i, v)
+				d := p.loss.Step(p.alpha[i], p.block.Y[i], z, p.q[i], p.lambdaN)
+				if d == 0 {
+					continue
+				}
+				p.block.X.AddRowTo(i, d/p.lambdaN, v)
+				slots = append(slots, p.setup.Slots[i])
+				vals = append(vals, d/c)
+			}
+		}
+	case StepPaper:
+		// Independent picks, w fixed: Algorithm 5 as published.
+		seed := p.secret.PickSeed("client "+p.pseud[0], m.Round)
+		for _, i := range pick(p.train, cfg.Inner, seed) {
+			d := p.loss.Step(p.alpha[i], p.block.Y[i], p.ip[i], p.q[i], p.lambdaN)
+			if d == 0 {
+				continue
+			}
+			slots = append(slots, p.setup.Slots[i])
+			vals = append(vals, cfg.Gamma*d/float64(p.setup.Holders[i]))
+		}
+	}
+	v, err := seal.SealSlots(p.key, slots, vals)
+	if err != nil {
+		return nil, fmt.Errorf("participant: step: %w", err)
+	}
+	reply.Sealed = v
+	return []Message{reply}, nil
+}
+
+// pick returns k of the samples, without replacement, from a seeded shuffle.
+func pick(samples []int, k int, seed uint64) []int {
+	if k >= len(samples) {
+		return samples
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	idx := append([]int(nil), samples...)
+	for i := 0; i < k; i++ {
+		j := i + rng.IntN(len(idx)-i)
+		idx[i], idx[j] = idx[j], idx[i]
+	}
+	return idx[:k]
+}
+
+func (p *Participant) onDirection(m Message) ([]Message, error) {
+	d, err := seal.OpenSlots(p.key, m.Sealed, p.setup.Slots)
+	if err != nil {
+		return nil, fmt.Errorf("participant: direction: %w", err)
+	}
+	dw := make([]float64, len(p.block.Features))
+	dconj := 0.0
+	report := p.reportSet(m.Report)
+	for _, i := range p.train {
+		if d[i] == 0 {
+			continue
+		}
+		p.block.X.AddRowTo(i, d[i], dw)
+		if report[p.setup.Group[i]] {
+			y := p.block.Y[i]
+			dconj += p.loss.Conj(p.alpha[i]+d[i], y) - p.loss.Conj(p.alpha[i], y)
+		}
+	}
+	for i := range d {
+		if p.block.Heldout[i] {
+			d[i] = 0
+		}
+	}
+	p.pending = d
+	return []Message{{Kind: KindDirPart, Round: m.Round, DW: dw, DConj: dconj}}, nil
+}
+
+func (p *Participant) onWeights(m Message) ([]Message, error) {
+	if len(m.W) != len(p.block.Features) {
+		return nil, fmt.Errorf("participant: weights: %d values for %d features", len(m.W), len(p.block.Features))
+	}
+	if m.Applied && p.pending != nil {
+		for i, d := range p.pending {
+			p.alpha[i] += m.Gamma * d
+		}
+	}
+	p.pending = nil
+	copy(p.w, m.W)
+	ips := make([]float64, p.block.N())
+	for i := range ips {
+		ips[i] = p.block.X.Dot(i, p.w)
+	}
+	v, err := seal.SealSlots(p.key, p.setup.Slots, ips)
+	if err != nil {
+		return nil, fmt.Errorf("participant: inner products: %w", err)
+	}
+	return []Message{{Kind: KindIPPart, Round: m.Round, Sealed: v}}, nil
+}
+
+func (p *Participant) onIP(m Message) ([]Message, error) {
+	ip, err := seal.OpenSlots(p.key, m.Sealed, p.setup.Slots)
+	if err != nil {
+		return nil, fmt.Errorf("participant: inner products: %w", err)
+	}
+	p.ip = ip
+	if m.Alpha != nil {
+		a, err := seal.OpenSlots(p.key, m.Alpha, p.setup.Slots)
+		if err != nil {
+			return nil, fmt.Errorf("participant: dual values: %w", err)
+		}
+		for i := range a {
+			if p.block.Heldout[i] {
+				a[i] = 0
+			}
+		}
+		p.alpha = a
+	}
+	r := Message{Kind: KindMetrics, Round: m.Round}
+	report := p.reportSet(m.Report)
+	for i, z := range ip {
+		if !report[p.setup.Group[i]] {
+			continue
+		}
+		y := p.block.Y[i]
+		ok := z*y > 0
+		if p.block.Heldout[i] {
+			r.HeldN++
+			if ok {
+				r.HeldOK++
+			}
+			continue
+		}
+		r.TrainN++
+		if ok {
+			r.TrainOK++
+		}
+		r.LossSum += p.loss.Value(z, y)
+		r.ConjSum += p.loss.Conj(p.alpha[i], y)
+	}
+	if math.IsNaN(r.LossSum) || math.IsNaN(r.ConjSum) {
+		return nil, fmt.Errorf("participant: metrics are not finite")
+	}
+	return []Message{r}, nil
+}
+
+func (p *Participant) reportSet(groups []int) []bool {
+	out := make([]bool, len(p.setup.GroupKeys))
+	for _, g := range groups {
+		if g >= 0 && g < len(out) {
+			out[g] = true
+		}
+	}
+	return out
+}
