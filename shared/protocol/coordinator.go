@@ -48,17 +48,17 @@ type RoundMetrics struct {
 }
 
 type clientState struct {
-	hello        *Message
-	connected    bool
-	ready        bool // set up, norms delivered
-	stale        bool // its hat_w may not match the dual values: refresh before its next step
-	returned     bool // came back and holds no dual values yet: refresh before anything
-	slots        []int
-	groups       []int // global group indexes, in the order of its Setup.GroupKeys
-	localGroup   map[int]int
-	features     []int
-	hatW         []float64
-	activeRound  bool
+	hello       *Message
+	connected   bool
+	ready       bool // set up, norms delivered
+	stale       bool // its hat_w may not match the dual values: refresh before its next step
+	returned    bool // came back and holds no dual values yet: refresh before anything
+	slots       []int
+	groups      []int // global group indexes, in the order of its Setup.GroupKeys
+	localGroup  map[int]int
+	features    []int
+	hatW        []float64
+	activeRound bool
 }
 
 type group struct {

@@ -161,7 +161,7 @@ func TestBadMessagesChangeNothing(t *testing.T) {
 				{Kind: KindDirPart, Round: 5, DW: []float64{math.NaN(), 0, 0, 0}}, // non-finite
 				{Kind: KindDirPart, Round: 5, DW: []float64{1}},                   // wrong length
 				{Kind: KindMetrics, Round: 5, TrainOK: 3, TrainN: 1},              // out of phase and inconsistent
-				{Kind: KindHello},                                                 // second hello while connected
+				{Kind: KindHello}, // second hello while connected
 			}
 			for _, m := range bad {
 				out := f.coord.Receive(0, m)
