@@ -99,9 +99,10 @@ type Coordinator struct {
 	slotGroup   []int // per slot: its sample group
 	heldout     []bool
 
-	alpha seal.Vec // enc(a)
-	norms seal.Vec // enc(q)
-	w     []float64
+	alpha      seal.Vec  // enc(a)
+	norms      seal.Vec  // enc(q)
+	groupStats []float64 // per group: sum of holders' ||mean||^2, sum of variances
+	w          []float64
 
 	round   int
 	phase   *phaseState
@@ -392,7 +393,11 @@ func (c *Coordinator) sendNorms(k int) {
 		c.reject(k, "norms: %v", err)
 		return
 	}
-	c.send(k, Message{Kind: KindNorms, Sealed: v})
+	var sums []float64
+	for _, g := range c.clients[k].groups {
+		sums = append(sums, c.groupStats[2*g], c.groupStats[2*g+1])
+	}
+	c.send(k, Message{Kind: KindNorms, Sealed: v, GroupStats: sums})
 	c.clients[k].ready = true
 }
 
@@ -414,6 +419,13 @@ func (c *Coordinator) start() {
 			return
 		}
 		c.norms = sum
+		c.groupStats = make([]float64, 2*len(c.groups))
+		for k, m := range p.replies {
+			for lg, g := range c.clients[k].groups {
+				c.groupStats[2*g] += m.GroupStats[2*lg]
+				c.groupStats[2*g+1] += m.GroupStats[2*lg+1]
+			}
+		}
 		if len(p.dropped) > 0 {
 			// A norm sum without every holder is wrong for good: wait for
 			// them to return and sum again.
@@ -541,6 +553,15 @@ func (c *Coordinator) check(k int, m Message) error {
 			return err
 		}
 		return finite("DConj", m.DConj)
+	case KindNormsPart:
+		if len(m.GroupStats) != 2*len(cs.groups) {
+			return fmt.Errorf("norms-part: %d group statistics for %d groups", len(m.GroupStats), len(cs.groups))
+		}
+		for _, v := range m.GroupStats {
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("norms-part: group statistic %v is not a finite non-negative number", v)
+			}
+		}
 	case KindMetrics:
 		if m.TrainN < 0 || m.HeldN < 0 || m.TrainOK < 0 || m.HeldOK < 0 || m.TrainOK > m.TrainN || m.HeldOK > m.HeldN {
 			return fmt.Errorf("metrics: counts out of range")

@@ -74,6 +74,11 @@ type Message struct {
 	TrainOK, TrainN  int
 	HeldOK, HeldN    int
 
+	// norms-part: per local group, the block's ||mean row||^2 and centered
+	// variance over the group's training samples; norms: the sums over the
+	// group's holders (group-level aggregates, as public as hat_w).
+	GroupStats []float64
+
 	// sealed payloads
 	Sealed seal.Vec
 	// Alpha carries the sealed dual values along with inner products under
@@ -110,7 +115,7 @@ func (m *Message) WireSize(s seal.Scheme) int {
 		n += len(p) + 2
 	}
 	n += len(m.Heldout) + 8*len(m.Features) + len(m.Fingerprint) + 8*(len(m.Groups)+len(m.ActiveHolders)+len(m.Report))
-	n += 8 * (len(m.W) + len(m.HatW) + len(m.DW))
+	n += 8 * (len(m.W) + len(m.HatW) + len(m.DW) + len(m.GroupStats))
 	n += 8 * 8
 	if m.Setup != nil {
 		n += 8 * (len(m.Setup.Slots) + len(m.Setup.Group) + len(m.Setup.Holders))

@@ -36,6 +36,21 @@ type Participant struct {
 	w       []float64 // w on the block's features
 	pending []float64 // this round's opened direction, applied on "weights"
 	ready   bool
+	est     []groupEstimate // per local group, for the local sequential estimate
+}
+
+// groupEstimate holds what a holder needs to estimate how the other
+// holders' blocks of a sample move x.w during its local loop: its own
+// block's mean row over the group, the mean-field coupling of the other
+// blocks (sum of their squared mean norms) and the ratio of their centered
+// variance to its own.
+type groupEstimate struct {
+	mu       []float64
+	muNorm   float64 // ||mu||^2
+	variance float64 // mean ||x_k,i - mu||^2
+	others   float64 // C: sum over the other holders of ||mu_k'||^2
+	rho      float64 // (sum over the other holders of their variance) / variance
+	xmu      []float64
 }
 
 // NewParticipant prepares a participant for its block.
@@ -76,6 +91,9 @@ func (p *Participant) Handle(m Message) ([]Message, error) {
 		q, err := seal.OpenSlots(p.key, m.Sealed, p.setup.Slots)
 		if err != nil {
 			return nil, fmt.Errorf("participant: norms: %w", err)
+		}
+		if err := p.setGroupSums(m.GroupStats); err != nil {
+			return nil, err
 		}
 		p.q = q
 		p.ready = true
@@ -137,6 +155,7 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 	p.w = make([]float64, len(p.block.Features))
 	p.pending = nil
 	p.ready = false
+	p.computeEstimates()
 	if !s.SendNorms {
 		return nil, nil
 	}
@@ -148,7 +167,57 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("participant: norms: %w", err)
 	}
-	return []Message{{Kind: KindNormsPart, Sealed: v}}, nil
+	stats := make([]float64, 0, 2*len(p.est))
+	for _, e := range p.est {
+		stats = append(stats, e.muNorm, e.variance)
+	}
+	return []Message{{Kind: KindNormsPart, Sealed: v, GroupStats: stats}}, nil
+}
+
+// computeEstimates computes the block's mean row and centered variance over
+// each group's training samples.
+func (p *Participant) computeEstimates() {
+	x := p.block.X
+	p.est = make([]groupEstimate, len(p.groupTrain))
+	xmu := make([]float64, p.block.N())
+	for g, rows := range p.groupTrain {
+		e := &p.est[g]
+		e.mu = make([]float64, len(p.block.Features))
+		if len(rows) == 0 {
+			continue
+		}
+		inv := 1 / float64(len(rows))
+		for _, i := range rows {
+			x.AddRowTo(i, inv, e.mu)
+		}
+		for _, v := range e.mu {
+			e.muNorm += v * v
+		}
+		sq := 0.0
+		for _, i := range rows {
+			xmu[i] = x.Dot(i, e.mu)
+			sq += x.RowNormSq(i)
+		}
+		// mean ||x - mu||^2 = mean ||x||^2 - ||mu||^2
+		e.variance = math.Max(0, sq*inv-e.muNorm)
+		e.xmu = xmu
+	}
+}
+
+// setGroupSums takes the server's per-group sums of the holders' squared
+// mean norms and variances.
+func (p *Participant) setGroupSums(sums []float64) error {
+	if len(sums) != 2*len(p.est) {
+		return fmt.Errorf("participant: %d group sums for %d groups", len(sums), len(p.est))
+	}
+	for g := range p.est {
+		e := &p.est[g]
+		e.others = math.Max(0, sums[2*g]-e.muNorm)
+		if e.variance > 0 {
+			e.rho = math.Max(0, sums[2*g+1]-e.variance) / e.variance
+		}
+	}
+	return nil
 }
 
 // primal returns hat_w_k = sum over training samples of alpha_n x_{k,n}.
@@ -188,22 +257,26 @@ func (p *Participant) onStep(m Message) ([]Message, error) {
 		if len(m.ActiveHolders) != len(m.Groups) {
 			return nil, fmt.Errorf("participant: step: %d groups but %d holder counts", len(m.Groups), len(m.ActiveHolders))
 		}
-		v := make([]float64, len(p.block.Features))
 		for gi, g := range m.Groups {
 			if g < 0 || g >= len(p.groupTrain) || m.ActiveHolders[gi] < 1 {
 				return nil, fmt.Errorf("participant: step: bad group %d", g)
 			}
 			c := float64(m.ActiveHolders[gi])
+			e := &p.est[g]
+			// v is this block's share of the round's change of w, sigma the
+			// sum of the changes of the dual values, muv = mu.v.
+			v := make([]float64, len(p.block.Features))
+			sigma, muv := 0.0, 0.0
 			picks := pick(p.groupTrain[g], cfg.Inner, p.secret.PickSeed(p.setup.GroupKeys[g], m.Round))
 			for _, i := range picks {
-				// Local sequential estimate: x_i.w moves by |B_i| times this
-				// block's share of the change made so far in this round.
-				z := p.ip[i] + float64(p.setup.Holders[i])*p.block.X.Dot(i, v)
+				z := p.ip[i] + p.estimate(e, i, v, sigma, muv)
 				d := p.loss.Step(p.alpha[i], p.block.Y[i], z, p.q[i], p.lambdaN)
 				if d == 0 {
 					continue
 				}
 				p.block.X.AddRowTo(i, d/p.lambdaN, v)
+				sigma += d
+				muv += d / p.lambdaN * e.xmu[i]
 				slots = append(slots, p.setup.Slots[i])
 				vals = append(vals, d/c)
 			}
@@ -226,6 +299,20 @@ func (p *Participant) onStep(m Message) ([]Message, error) {
 	}
 	reply.Sealed = v
 	return []Message{reply}, nil
+}
+
+// estimate returns the change of x_i.w caused by the steps taken so far in
+// the round. This block's part is exact; the other holders' parts are
+// estimated from group statistics alone: a mean-field term (every row of a
+// block is its mean plus a centered part, so the mean parts couple through
+// C = sum of the others' ||mu||^2) plus the centered coupling of this block
+// scaled by the others' share of centered variance. With one holder it is
+// exact; no per-sample value of another block is needed.
+func (p *Participant) estimate(e *groupEstimate, i int, v []float64, sigma, muv float64) float64 {
+	own := p.block.X.Dot(i, v)
+	s := sigma / p.lambdaN
+	centered := own - e.xmu[i]*s - muv + e.muNorm*s
+	return own + e.others*s + e.rho*centered
 }
 
 // pick returns k of the samples, without replacement, from a seeded shuffle.
