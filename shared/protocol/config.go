@@ -19,6 +19,12 @@ const (
 	StepPaper = "paper"
 )
 
+// Step size searches of the default step rule.
+const (
+	SearchDual   = "dual"
+	SearchPrimal = "primal"
+)
+
 // Config is the federation's public configuration.
 type Config struct {
 	Lambda float64
@@ -34,6 +40,10 @@ type Config struct {
 	// round; 1 means all.
 	Fraction float64
 	Rounds   int
+	// Search picks the default step's size along the round's direction:
+	// "dual" (the dual's maximiser) or "primal" (the smallest primal among
+	// steps that gain at least half as much dual as the maximiser).
+	Search string
 	// Seed drives the server's participation draws.
 	Seed uint64
 	// Clients is the number of participants the federation waits for
@@ -60,6 +70,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Inner < 1 {
 		return fmt.Errorf("config: inner iterations %d must be at least 1", c.Inner)
+	}
+	if c.Search == "" {
+		c.Search = SearchPrimal
+	}
+	if c.Search != SearchDual && c.Search != SearchPrimal {
+		return fmt.Errorf("config: search %q: want %s or %s", c.Search, SearchDual, SearchPrimal)
 	}
 	if c.Gamma == 0 {
 		c.Gamma = 1

@@ -111,11 +111,14 @@ type Coordinator struct {
 	out     []Envelope
 
 	// round scratch
-	updating  []int // groups updated this round
-	direction seal.Vec
-	aborted   bool
-	missing   bool
-	ipSum     seal.Vec
+	updating   []int // groups updated this round
+	direction  seal.Vec
+	dirDW      map[int][]float64 // each holder's share of dw
+	needFullIP bool
+	phaseGrid  []float64 // the candidate steps being priced (nil: just metrics)
+	aborted    bool
+	missing    bool
+	ipSum      seal.Vec
 }
 
 // ErrFinished is returned by Receive after the last round.
@@ -437,7 +440,7 @@ func (c *Coordinator) start() {
 			c.sendNorms(k)
 		}
 		// Round 0: inner products and metrics of the starting point.
-		c.ipPhase(false, 0, true, nil)
+		c.ipPhase(true, nil)
 	})
 }
 
@@ -563,10 +566,25 @@ func (c *Coordinator) check(k int, m Message) error {
 			}
 		}
 	case KindMetrics:
-		if m.TrainN < 0 || m.HeldN < 0 || m.TrainOK < 0 || m.HeldOK < 0 || m.TrainOK > m.TrainN || m.HeldOK > m.HeldN {
+		n := 1
+		if len(c.phaseGrid) > 0 {
+			n = len(c.phaseGrid)
+		}
+		if len(m.GridLoss) != n || len(m.GridConj) != n || len(m.GridTrainOK) != n || len(m.GridHeldOK) != n {
+			return fmt.Errorf("metrics: want %d priced steps", n)
+		}
+		if m.TrainN < 0 || m.HeldN < 0 {
 			return fmt.Errorf("metrics: counts out of range")
 		}
-		return finite("LossSum/ConjSum", m.LossSum, m.ConjSum)
+		for i := 0; i < n; i++ {
+			if m.GridTrainOK[i] < 0 || m.GridHeldOK[i] < 0 || m.GridTrainOK[i] > m.TrainN || m.GridHeldOK[i] > m.HeldN {
+				return fmt.Errorf("metrics: counts out of range")
+			}
+		}
+		if err := finite("GridLoss", m.GridLoss...); err != nil {
+			return err
+		}
+		return finite("GridConj", m.GridConj...)
 	}
 	for ci := range m.Sealed {
 		if ci < 0 || ci*c.scheme.ChunkLen() >= c.numSlots {

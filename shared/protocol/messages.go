@@ -20,6 +20,7 @@ const (
 	KindStep      Kind = "step"       // run the local dual method
 	KindDirection Kind = "direction"  // summed sealed direction, masked
 	KindWeights   Kind = "weights"    // step size and w on the client's features
+	KindTrial     Kind = "trial"      // the round's primal direction u on the client's features
 	KindIP        Kind = "ip"         // summed sealed inner products, masked
 	KindDone      Kind = "done"       // training finished
 	KindError     Kind = "error"      // a typed error for the receiver
@@ -62,17 +63,20 @@ type Message struct {
 	// weights
 	Gamma   float64
 	Applied bool // the round's direction was applied with Gamma
+	Full    bool // weights: recompute and send every inner product
 	W       []float64
+	// ip: candidate steps to price (nil: the values are x_n.w themselves)
+	Grid []float64
 
 	// primal, dir-part
 	HatW  []float64 // on the client's features, unscaled sum_n a_n x_{k,n}
 	DW    []float64 // on the client's features, unscaled sum_n d_n x_{k,n}
 	DConj float64   // sum over labelled training samples of the conjugate change
 
-	// metrics
-	LossSum, ConjSum float64
-	TrainOK, TrainN  int
-	HeldOK, HeldN    int
+	// metrics, one entry per grid value
+	GridLoss, GridConj      []float64
+	GridTrainOK, GridHeldOK []int
+	TrainN, HeldN           int
 
 	// norms-part: per local group, the block's ||mean row||^2 and centered
 	// variance over the group's training samples; norms: the sums over the
@@ -115,7 +119,7 @@ func (m *Message) WireSize(s seal.Scheme) int {
 		n += len(p) + 2
 	}
 	n += len(m.Heldout) + 8*len(m.Features) + len(m.Fingerprint) + 8*(len(m.Groups)+len(m.ActiveHolders)+len(m.Report))
-	n += 8 * (len(m.W) + len(m.HatW) + len(m.DW) + len(m.GroupStats))
+	n += 8 * (len(m.W) + len(m.HatW) + len(m.DW) + len(m.GroupStats) + len(m.Grid) + 2*len(m.GridLoss) + 2*len(m.GridTrainOK))
 	n += 8 * 8
 	if m.Setup != nil {
 		n += 8 * (len(m.Setup.Slots) + len(m.Setup.Group) + len(m.Setup.Holders))

@@ -35,6 +35,7 @@ type Participant struct {
 	q       []float64 // ||x_n||^2 over all holders
 	w       []float64 // w on the block's features
 	pending []float64 // this round's opened direction, applied on "weights"
+	trial   []float64 // x_n.u for the round's primal direction u
 	ready   bool
 	est     []groupEstimate // per local group, for the local sequential estimate
 }
@@ -108,6 +109,8 @@ func (p *Participant) Handle(m Message) ([]Message, error) {
 		return p.onWeights(m)
 	case KindIP:
 		return p.onIP(m)
+	case KindTrial:
+		return p.onTrial(m)
 	case KindDone:
 		return nil, nil
 	case KindError:
@@ -364,9 +367,17 @@ func (p *Participant) onWeights(m Message) ([]Message, error) {
 		for i, d := range p.pending {
 			p.alpha[i] += m.Gamma * d
 		}
+		if p.trial != nil {
+			for i, t := range p.trial {
+				p.ip[i] += m.Gamma * t
+			}
+		}
 	}
-	p.pending = nil
+	p.pending, p.trial = nil, nil
 	copy(p.w, m.W)
+	if !m.Full {
+		return nil, nil
+	}
 	ips := make([]float64, p.block.N())
 	for i := range ips {
 		ips[i] = p.block.X.Dot(i, p.w)
@@ -378,12 +389,40 @@ func (p *Participant) onWeights(m Message) ([]Message, error) {
 	return []Message{{Kind: KindIPPart, Round: m.Round, Sealed: v}}, nil
 }
 
+// onTrial seals x_{k,n}.u_k for the round's primal direction u, so that
+// the label holders can price candidate steps.
+func (p *Participant) onTrial(m Message) ([]Message, error) {
+	if len(m.W) != len(p.block.Features) {
+		return nil, fmt.Errorf("participant: trial: %d values for %d features", len(m.W), len(p.block.Features))
+	}
+	reply := Message{Kind: KindIPPart, Round: m.Round, Sealed: seal.Vec{}}
+	zero := true
+	for _, u := range m.W {
+		zero = zero && u == 0
+	}
+	if zero {
+		return []Message{reply}, nil
+	}
+	ts := make([]float64, p.block.N())
+	for i := range ts {
+		ts[i] = p.block.X.Dot(i, m.W)
+	}
+	v, err := seal.SealSlots(p.key, p.setup.Slots, ts)
+	if err != nil {
+		return nil, fmt.Errorf("participant: trial: %w", err)
+	}
+	reply.Sealed = v
+	return []Message{reply}, nil
+}
+
+// onIP opens summed inner products. Without a grid they are x_n.w; with a
+// grid they are x_n.u and the reply prices every candidate step gamma:
+// loss, conjugate and accuracy sums at x_n.w + gamma x_n.u and a_n + gamma d_n.
 func (p *Participant) onIP(m Message) ([]Message, error) {
-	ip, err := seal.OpenSlots(p.key, m.Sealed, p.setup.Slots)
+	vals, err := seal.OpenSlots(p.key, m.Sealed, p.setup.Slots)
 	if err != nil {
 		return nil, fmt.Errorf("participant: inner products: %w", err)
 	}
-	p.ip = ip
 	if m.Alpha != nil {
 		a, err := seal.OpenSlots(p.key, m.Alpha, p.setup.Slots)
 		if err != nil {
@@ -396,30 +435,59 @@ func (p *Participant) onIP(m Message) ([]Message, error) {
 		}
 		p.alpha = a
 	}
+	grid := m.Grid
+	var t []float64
+	if grid == nil {
+		p.ip = vals
+		grid = []float64{0}
+	} else {
+		t = vals
+		p.trial = vals
+	}
 	r := Message{Kind: KindMetrics, Round: m.Round}
+	r.GridLoss = make([]float64, len(grid))
+	r.GridConj = make([]float64, len(grid))
+	r.GridTrainOK = make([]int, len(grid))
+	r.GridHeldOK = make([]int, len(grid))
 	report := p.reportSet(m.Report)
-	for i, z := range ip {
+	for i := range p.ip {
 		if !report[p.setup.Group[i]] {
 			continue
 		}
 		y := p.block.Y[i]
-		ok := z*y > 0
-		if p.block.Heldout[i] {
+		held := p.block.Heldout[i]
+		if held {
 			r.HeldN++
-			if ok {
-				r.HeldOK++
+		} else {
+			r.TrainN++
+		}
+		for gi, g := range grid {
+			z := p.ip[i]
+			if t != nil {
+				z += g * t[i]
 			}
-			continue
+			ok := z*y > 0
+			if held {
+				if ok {
+					r.GridHeldOK[gi]++
+				}
+				continue
+			}
+			if ok {
+				r.GridTrainOK[gi]++
+			}
+			r.GridLoss[gi] += p.loss.Value(z, y)
+			a := p.alpha[i]
+			if p.pending != nil {
+				a += g * p.pending[i]
+			}
+			r.GridConj[gi] += p.loss.Conj(a, y)
 		}
-		r.TrainN++
-		if ok {
-			r.TrainOK++
-		}
-		r.LossSum += p.loss.Value(z, y)
-		r.ConjSum += p.loss.Conj(p.alpha[i], y)
 	}
-	if math.IsNaN(r.LossSum) || math.IsNaN(r.ConjSum) {
-		return nil, fmt.Errorf("participant: metrics are not finite")
+	for gi := range grid {
+		if math.IsNaN(r.GridLoss[gi]) || math.IsNaN(r.GridConj[gi]) {
+			return nil, fmt.Errorf("participant: metrics are not finite")
+		}
 	}
 	return []Message{r}, nil
 }

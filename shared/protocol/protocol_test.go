@@ -16,7 +16,7 @@ func TestHyFedConvergesToCentralOptimum(t *testing.T) {
 		rounds   int
 		inner    int
 	}{
-		{"hybrid 2x3 full", 2, 3, 1, 300, 10},
+		{"hybrid 2x3 full", 2, 3, 1, 600, 10},
 		{"hybrid 2x3 half", 2, 3, 0.5, 600, 10},
 		{"horizontal 4", 4, 1, 1, 300, 10},
 		{"vertical 3", 1, 3, 1, 300, 40},

@@ -50,14 +50,25 @@ func (c *Coordinator) nextRound() {
 	if c.cfg.Step == StepPaper {
 		step = c.paperStep
 	}
-	if len(refresh) == 0 {
+	full := c.needFullIP || c.round%fullIPEvery == 0
+	c.needFullIP = false
+	switch {
+	case len(refresh) > 0:
+		// Returning clients send a fresh hat_w first; w changes, so every
+		// inner product is computed again before the local steps.
+		c.refreshPhase(refresh, func() { c.ipPhase(false, step) })
+	case full && c.cfg.Step == StepHyFed:
+		// Inner products are updated by increments between full
+		// computations; start afresh now and then against drift.
+		c.ipPhase(false, step)
+	default:
 		step()
-		return
 	}
-	// Returning clients send a fresh hat_w first; w changes, so every
-	// inner product is computed again before the local steps.
-	c.refreshPhase(refresh, func() { c.ipPhase(false, 0, false, step) })
 }
+
+// fullIPEvery is how often (in rounds) the default step recomputes every
+// inner product instead of updating it.
+const fullIPEvery = 50
 
 func (c *Coordinator) refreshPhase(targets []int, then func()) {
 	for _, k := range targets {
@@ -116,7 +127,7 @@ func (c *Coordinator) hyfedStep() {
 	}
 	c.cur.Updated = len(c.updating)
 	if len(c.updating) == 0 {
-		c.ipPhase(false, 0, true, nil)
+		c.trialPhase(nil, 0)
 		return
 	}
 	targetSet := map[int]bool{}
@@ -147,7 +158,7 @@ func (c *Coordinator) hyfedStep() {
 	}
 	c.await(PhaseStep, KindDelta, targets, func(p *phaseState) {
 		if len(p.dropped) > 0 {
-			c.ipPhase(false, 0, true, nil) // a holder left: the round applies nothing
+			c.trialPhase(nil, 0) // a holder left: the round applies nothing
 			return
 		}
 		parts := make([]seal.Vec, 0, len(targets))
@@ -171,7 +182,7 @@ func (c *Coordinator) hyfedStep() {
 		}
 		c.await(PhaseDirection, KindDirPart, targets, func(p *phaseState) {
 			if len(p.dropped) > 0 {
-				c.ipPhase(false, 0, true, nil)
+				c.trialPhase(nil, 0)
 				return
 			}
 			c.lineSearch(targets, p.replies)
@@ -179,12 +190,12 @@ func (c *Coordinator) hyfedStep() {
 	})
 }
 
-// lineSearch finds the step gamma* in [0,1] that maximises the dual along
-// the round's direction and applies it to the dual values, the primal
-// contributions and w, all at once.
+// lineSearch computes the round's primal direction u = dw/(lambda N) from
+// the holders' shares and the step gamma* in [0,1] that maximises the dual
+// along the direction, then lets the label holders price candidate steps.
 func (c *Coordinator) lineSearch(targets []int, replies map[int]Message) {
 	lambdaN := c.cfg.Lambda * float64(c.numTrain)
-	u := make([]float64, c.numFeatures) // dw = 1/(lambda N) sum_n d_n x_n
+	u := make([]float64, c.numFeatures)
 	dconj := 0.0
 	for _, k := range targets {
 		m := replies[k]
@@ -206,28 +217,164 @@ func (c *Coordinator) lineSearch(targets []int, replies map[int]Message) {
 	case num > 0:
 		gamma = 1
 	}
-	if gamma > 0 {
-		scaled, err := seal.Scale(c.scheme, c.direction, gamma)
+	c.dirDW = map[int][]float64{}
+	for _, k := range targets {
+		c.dirDW[k] = replies[k].DW
+	}
+	c.trialPhase(u, gamma)
+}
+
+// trialPhase sends the direction u, sums the sealed x_n.u, and has one
+// holder per group price the candidate steps; then it applies the chosen
+// step to the sealed dual values, the primal contributions and w at once,
+// and records the round. With u nil nothing moves and the round only
+// reports its metrics.
+func (c *Coordinator) trialPhase(u []float64, gammaD float64) {
+	targets := c.eligible()
+	grid := []float64{0}
+	if u != nil {
+		grid = candidateSteps(gammaD, c.cfg.Search)
+	}
+	for _, k := range targets {
+		cs := c.clients[k]
+		uk := make([]float64, len(cs.features))
+		if u != nil {
+			for j, f := range cs.features {
+				uk[j] = u[f]
+			}
+		}
+		c.send(k, Message{Kind: KindTrial, Round: c.round, W: uk})
+	}
+	partial := len(targets) < len(c.clients)
+	c.await(PhaseIP, KindIPPart, targets, func(p *phaseState) {
+		got := sortedKeys(p.replies)
+		partial = partial || len(p.dropped) > 0
+		parts := make([]seal.Vec, 0, len(got))
+		for _, k := range got {
+			parts = append(parts, p.replies[k].Sealed)
+		}
+		sum, err := seal.Sum(c.scheme, parts...)
 		if err != nil {
 			c.fail(err)
 			return
 		}
-		if err := seal.AddInto(c.scheme, c.alpha, scaled); err != nil {
-			c.fail(err)
-			return
-		}
-		for i, v := range u {
-			c.w[i] += gamma * v
-		}
-		for _, k := range targets {
-			hw := c.clients[k].hatW
-			for j, v := range replies[k].DW {
-				hw[j] += gamma * v
+		report := c.reporters(got)
+		c.phaseGrid = grid
+		for _, k := range got {
+			v, err := seal.Restrict(c.scheme, sum, c.clients[k].slots)
+			if err != nil {
+				c.fail(err)
+				return
 			}
+			c.send(k, Message{Kind: KindIP, Round: c.round, Sealed: v, Report: report[k], Grid: grid})
+		}
+		c.await(PhaseMetrics, KindMetrics, got, func(p *phaseState) {
+			partial = partial || len(p.dropped) > 0
+			gi := 0
+			if u != nil {
+				gi = c.chooseStep(grid, u, p.replies, partial)
+			}
+			gamma := grid[gi]
+			if gamma > 0 {
+				if err := c.apply(u, gamma); err != nil {
+					c.fail(err)
+					return
+				}
+			}
+			c.cur.Gamma = gamma
+			c.record(p.replies, gi, gamma, u, partial)
+			if partial {
+				c.needFullIP = true
+			}
+			for _, k := range c.eligible() {
+				cs := c.clients[k]
+				w := make([]float64, len(cs.features))
+				for j, f := range cs.features {
+					w[j] = c.w[f]
+				}
+				c.send(k, Message{Kind: KindWeights, Round: c.round, Gamma: gamma, Applied: gamma > 0, W: w})
+			}
+			c.nextRound()
+		})
+	})
+}
+
+// candidateSteps returns the steps to price: 0, the dual's maximiser and,
+// for the primal search, a grid over the interval on which the dual does not
+// fall (the dual is a concave quadratic with its peak at gammaD).
+func candidateSteps(gammaD float64, search string) []float64 {
+	if search != SearchPrimal || gammaD == 0 {
+		return []float64{0, gammaD}
+	}
+	hi := math.Min(1, 2*gammaD)
+	out := []float64{0, gammaD}
+	const n = 16
+	for j := 1; j <= n; j++ {
+		if g := hi * float64(j) / n; g != gammaD {
+			out = append(out, g)
 		}
 	}
-	c.cur.Gamma = gamma
-	c.ipPhase(true, gamma, true, nil)
+	return out
+}
+
+// chooseStep picks the candidate: the dual's maximiser, or (primal
+// search) the candidate with the smallest primal among those that gain at
+// least half of the dual's best gain, so that the dual keeps its rate while
+// the model does not jump about.
+func (c *Coordinator) chooseStep(grid, u []float64, replies map[int]Message, partial bool) int {
+	if c.cfg.Search != SearchPrimal || partial {
+		return 1
+	}
+	n := float64(c.numTrain)
+	duals := make([]float64, len(grid))
+	primals := make([]float64, len(grid))
+	for gi, g := range grid {
+		loss, conj := 0.0, 0.0
+		for _, m := range replies {
+			loss += m.GridLoss[gi]
+			conj += m.GridConj[gi]
+		}
+		ww := 0.0
+		for i, v := range c.w {
+			x := v + g*u[i]
+			ww += x * x
+		}
+		duals[gi] = conj/n - c.cfg.Lambda/2*ww
+		primals[gi] = c.cfg.Lambda/2*ww + loss/n
+	}
+	floor := duals[0] + searchGain*(duals[1]-duals[0])
+	best := 1
+	for gi := range grid {
+		if duals[gi] >= floor && primals[gi] < primals[best] {
+			best = gi
+		}
+	}
+	return best
+}
+
+// searchGain is the share of the best dual gain the primal search keeps.
+const searchGain = 0.5
+
+// apply moves the sealed dual values, the primal contributions and w by
+// gamma times the round's direction.
+func (c *Coordinator) apply(u []float64, gamma float64) error {
+	scaled, err := seal.Scale(c.scheme, c.direction, gamma)
+	if err != nil {
+		return err
+	}
+	if err := seal.AddInto(c.scheme, c.alpha, scaled); err != nil {
+		return err
+	}
+	for i, v := range u {
+		c.w[i] += gamma * v
+	}
+	for k, dw := range c.dirDW {
+		hw := c.clients[k].hatW
+		for j, v := range dw {
+			hw[j] += gamma * v
+		}
+	}
+	return nil
 }
 
 // paperStep is Algorithm 1 with Algorithm 5: active clients send
@@ -242,7 +389,7 @@ func (c *Coordinator) paperStep() {
 	}
 	c.cur.Active = len(targets)
 	if len(targets) == 0 {
-		c.ipPhase(false, 0, true, nil)
+		c.ipPhase(true, nil)
 		return
 	}
 	for _, k := range targets {
@@ -261,7 +408,7 @@ func (c *Coordinator) paperStep() {
 		for _, k := range c.eligible() {
 			c.clients[k].stale = true
 		}
-		c.refreshPhase(got, func() { c.ipPhase(false, c.cfg.Gamma, true, nil) })
+		c.refreshPhase(got, func() { c.ipPhase(true, nil) })
 	})
 }
 
@@ -285,10 +432,9 @@ func (c *Coordinator) reporters(clients []int) map[int][]int {
 	return out
 }
 
-// ipPhase sends w (and whether the round's direction was applied), sums the
-// sealed inner products, returns them, and collects the metrics. With final
-// set it closes the round.
-func (c *Coordinator) ipPhase(applied bool, gamma float64, final bool, then func()) {
+// ipPhase sends w, sums the sealed inner products, returns them, and
+// collects the metrics. With final set it closes the round.
+func (c *Coordinator) ipPhase(final bool, then func()) {
 	targets := c.eligible()
 	for _, k := range targets {
 		cs := c.clients[k]
@@ -296,7 +442,7 @@ func (c *Coordinator) ipPhase(applied bool, gamma float64, final bool, then func
 		for j, f := range cs.features {
 			w[j] = c.w[f]
 		}
-		c.send(k, Message{Kind: KindWeights, Round: c.round, Gamma: gamma, Applied: applied, W: w})
+		c.send(k, Message{Kind: KindWeights, Round: c.round, Full: true, W: w})
 	}
 	partial := len(targets) < len(c.clients)
 	c.await(PhaseIP, KindIPPart, targets, func(p *phaseState) {
@@ -312,6 +458,7 @@ func (c *Coordinator) ipPhase(applied bool, gamma float64, final bool, then func
 			return
 		}
 		report := c.reporters(got)
+		c.phaseGrid = nil
 		for _, k := range got {
 			slots := c.clients[k].slots
 			v, err := seal.Restrict(c.scheme, sum, slots)
@@ -330,8 +477,11 @@ func (c *Coordinator) ipPhase(applied bool, gamma float64, final bool, then func
 		}
 		c.await(PhaseMetrics, KindMetrics, got, func(p *phaseState) {
 			partial = partial || len(p.dropped) > 0
+			if partial {
+				c.needFullIP = true
+			}
 			if final {
-				c.record(p.replies, partial)
+				c.record(p.replies, 0, 0, nil, partial)
 			}
 			if then != nil {
 				then()
@@ -342,16 +492,18 @@ func (c *Coordinator) ipPhase(applied bool, gamma float64, final bool, then func
 	})
 }
 
-func (c *Coordinator) record(replies map[int]Message, partial bool) {
+// record closes the round with the metrics priced at grid entry gi (the
+// step gamma along u taken this round; w already includes it).
+func (c *Coordinator) record(replies map[int]Message, gi int, gamma float64, u []float64, partial bool) {
 	var lossSum, conjSum float64
 	var trainOK, trainN, heldOK, heldN int
 	for _, k := range sortedKeys(replies) {
 		m := replies[k]
-		lossSum += m.LossSum
-		conjSum += m.ConjSum
-		trainOK += m.TrainOK
+		lossSum += m.GridLoss[gi]
+		conjSum += m.GridConj[gi]
+		trainOK += m.GridTrainOK[gi]
 		trainN += m.TrainN
-		heldOK += m.HeldOK
+		heldOK += m.GridHeldOK[gi]
 		heldN += m.HeldN
 	}
 	ww := 0.0

@@ -160,7 +160,7 @@ func TestBadMessagesChangeNothing(t *testing.T) {
 				{Kind: KindDirPart, Round: 4, DW: make([]float64, 4)},             // wrong round
 				{Kind: KindDirPart, Round: 5, DW: []float64{math.NaN(), 0, 0, 0}}, // non-finite
 				{Kind: KindDirPart, Round: 5, DW: []float64{1}},                   // wrong length
-				{Kind: KindMetrics, Round: 5, TrainOK: 3, TrainN: 1},              // out of phase and inconsistent
+				{Kind: KindMetrics, Round: 5, GridTrainOK: []int{3}, TrainN: 1},   // out of phase and inconsistent
 				{Kind: KindHello}, // second hello while connected
 			}
 			for _, m := range bad {
