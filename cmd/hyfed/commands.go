@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/hyfed/hyfed/shared/central"
+	"github.com/hyfed/hyfed/shared/dataset"
+	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/loss"
+	"github.com/hyfed/hyfed/shared/partition"
+)
+
+type dataFlags struct {
+	data, positive string
+	holdout        float64
+}
+
+func (d *dataFlags) register(fs *flag.FlagSet, def string) {
+	fs.StringVar(&d.data, "data", def, "data: fashion-mnist, mnist, synthetic:N,M[,density[,noise[,seed]]], or a LIBSVM/CSV file")
+	fs.StringVar(&d.positive, "positive", "", "labels mapped to +1, e.g. 0,1,2,3,4 (default: the data set's rule)")
+	fs.Float64Var(&d.holdout, "holdout", 0, "fraction of samples held out for evaluation when the data has no split (mnist defaults to 0.1)")
+}
+
+func (d *dataFlags) load() (*dataset.Dataset, error) {
+	opt := dataset.Options{Holdout: d.holdout}
+	if d.positive != "" {
+		r, err := dataset.ParsePositive(d.positive)
+		if err != nil {
+			return nil, fmt.Errorf("--positive: %w", err)
+		}
+		opt.Positive = r
+	}
+	return dataset.Load(d.data, opt)
+}
+
+func printJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}
+
+func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("experiment", stderr)
+	var df dataFlags
+	df.register(fs, "fashion-mnist")
+	var o experiment.Options
+	fs.StringVar(&o.Partition, "partition", "quadrants:2", "partition: quadrants:K, grid:K,Q, horizontal:K or vertical:Q")
+	fs.StringVar(&o.Step, "step", "hyfed", "step rule: hyfed (line search, synchronized picks) or paper (Algorithm 5 as published)")
+	fs.StringVar(&o.Loss, "loss", "hinge", "loss: hinge or logistic")
+	fs.Float64Var(&o.Lambda, "lambda", 1e-3, "L2 regularization lambda")
+	fs.Float64Var(&o.Fraction, "fraction", 1, "probability that a client is active in a round")
+	fs.IntVar(&o.Rounds, "rounds", 100, "rounds to run")
+	fs.IntVar(&o.Inner, "inner", 0, "H, samples updated per client (paper) or per sample group (hyfed) each round; overrides --iic")
+	fs.Float64Var(&o.IIC, "iic", 0.2, "inner iterations constant: H = ceil(IIC * N / clients)")
+	fs.Float64Var(&o.Gamma, "gamma", 1, "update scale of the paper step rule")
+	fs.Int64Var(&o.Seed, "seed", 1, "seed of participation draws, picks and the experiment's secret")
+	fs.Float64Var(&o.PStar, "pstar", 0, "centralized optimum P* (default: computed with the central solver)")
+	fs.StringVar(&o.Metrics, "metrics", "", "write one CSV row per round to this file")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	o.Data, o.Positive, o.Holdout = df.data, df.positive, df.holdout
+	if !*quiet {
+		o.Progress = stderr
+	}
+	s, err := experiment.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, s)
+}
+
+func runCentral(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("central", stderr)
+	var df dataFlags
+	df.register(fs, "fashion-mnist")
+	lambda := fs.Float64("lambda", 1e-3, "L2 regularization lambda")
+	lossName := fs.String("loss", "hinge", "loss: hinge or logistic")
+	tol := fs.Float64("tol", 1e-9, "stop at this relative duality gap")
+	epochs := fs.Int("max-epochs", 2000, "stop after this many passes")
+	seed := fs.Uint64("seed", 1, "seed of the sample order")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	l, err := loss.Parse(*lossName)
+	if err != nil {
+		return err
+	}
+	d, err := df.load()
+	if err != nil {
+		return err
+	}
+	cfg := central.Config{Lambda: *lambda, Loss: l, Tol: *tol, MaxEpochs: *epochs, Seed: *seed}
+	if !*quiet {
+		cfg.Progress = func(epoch int, p, dd float64) {
+			if epoch%10 == 0 {
+				fmt.Fprintf(stderr, "epoch %d  P=%.10g  D=%.10g  gap=%.3g\n", epoch, p, dd, p-dd)
+			}
+		}
+	}
+	r, err := central.Solve(ctx, d, cfg)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, r)
+}
+
+func runPartition(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("partition", stderr)
+	var df dataFlags
+	df.register(fs, "mnist")
+	spec := fs.String("partition", "quadrants:2", "partition: quadrants:K, grid:K,Q, horizontal:K or vertical:Q")
+	out := fs.String("out", "blocks", "directory for the client files")
+	format := fs.String("format", "libsvm", "file format: libsvm or csv")
+	seed := fs.Int64("seed", 1, "seed of the sample shuffle before grouping")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *format != "libsvm" && *format != "csv" {
+		return fmt.Errorf("--format %q: want libsvm or csv", *format)
+	}
+	d, err := df.load()
+	if err != nil {
+		return err
+	}
+	sp, err := partition.Parse(*spec)
+	if err != nil {
+		return fmt.Errorf("--partition: %w", err)
+	}
+	sp = sp.WithSeed(*seed)
+	blocks, err := sp.Split(d)
+	if err != nil {
+		return err
+	}
+	if err := partition.Check(d, blocks); err != nil {
+		return fmt.Errorf("partition check: %w", err)
+	}
+	paths, err := partition.WriteFiles(*out, *format, blocks)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "checked: every (sample, feature) entry of %s is held exactly once\n", d.Name)
+	for i, p := range paths {
+		fmt.Fprintf(stdout, "%s\t%d samples\t%d features\n", p, blocks[i].N(), len(blocks[i].Features))
+	}
+	return nil
+}
+
+// splitList splits a comma list, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hyfed/hyfed/shared/partition"
+)
+
+func runCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func lastJSON(t *testing.T, out string) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
+		t.Fatalf("last line is not JSON: %q", lines[len(lines)-1])
+	}
+	return m
+}
+
+func TestExperimentCommand(t *testing.T) {
+	csv := filepath.Join(t.TempDir(), "m.csv")
+	out, errOut, code := runCLI(t, "experiment", "--data", "synthetic:400,12", "--partition", "grid:2,2",
+		"--lambda", "1e-2", "--rounds", "50", "--metrics", csv)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	m := lastJSON(t, out)
+	for _, k := range []string{"primal", "dual", "gap", "relative_loss", "accuracy", "rounds"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("summary lacks %q", k)
+		}
+	}
+	if !strings.Contains(errOut, "round 50/50") {
+		t.Errorf("no progress line on stderr: %q", errOut)
+	}
+	if b, err := os.ReadFile(csv); err != nil || strings.Count(string(b), "\n") != 52 {
+		t.Errorf("metrics file: %v", err)
+	}
+}
+
+func TestCentralCommand(t *testing.T) {
+	out, errOut, code := runCLI(t, "central", "--data", "synthetic:300,10", "--lambda", "1e-2", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	m := lastJSON(t, out)
+	for _, k := range []string{"primal", "dual", "gap", "accuracy", "iterations", "seconds"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("summary lacks %q", k)
+		}
+	}
+	if m["gap"].(float64) > 1e-6*m["primal"].(float64) {
+		t.Errorf("gap %v not closed", m["gap"])
+	}
+}
+
+func TestPartitionCommandWritesLoadableBlocks(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := runCLI(t, "partition", "--data", "synthetic:200,9", "--partition", "grid:2,3", "--out", dir, "--format", "csv")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if n := strings.Count(out, "\n"); n != 6 {
+		t.Fatalf("%d files listed: %s", n, out)
+	}
+	f, err := os.Open(filepath.Join(dir, "client-5.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := partition.ReadBlock(f, "client-5.csv")
+	if err != nil || b.N() != 100 {
+		t.Fatalf("block: %v", err)
+	}
+}
+
+func TestBadInvocations(t *testing.T) {
+	for _, args := range [][]string{
+		{"nonsense"},
+		{"experiment", "--rounds", "x"},
+		{"experiment", "--data", "synthetic:100,5", "--partition", "grid:1", "--quiet"},
+		{"experiment", "--data", "/no/such/file.libsvm", "--quiet"},
+		{"central", "stray"},
+		{"partition", "--format", "xml"},
+	} {
+		if _, errOut, code := runCLI(t, args...); code == 0 || errOut == "" {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	if out, _, code := runCLI(t, "help"); code != 0 || !strings.Contains(out, "experiment") {
+		t.Error("help")
+	}
+}

@@ -1,0 +1,297 @@
+// Package experiment runs a whole federation in one process over the
+// in-memory transport: load data, partition it, find the centralized
+// optimum, train, and report per-round metrics.
+package experiment
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/hyfed/hyfed/shared/central"
+	"github.com/hyfed/hyfed/shared/dataset"
+	"github.com/hyfed/hyfed/shared/loss"
+	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/seal"
+	"github.com/hyfed/hyfed/shared/secret"
+)
+
+// Options configure one experiment; the flags of `hyfed experiment`.
+type Options struct {
+	Data      string  // built-in name or file
+	Positive  string  // label rule, e.g. "0,1,2,3,4"
+	Holdout   float64 // held-out fraction for data without a split
+	Partition string  // quadrants:K, grid:K,Q, horizontal:K, vertical:Q
+
+	Step     string
+	Loss     string
+	Lambda   float64
+	Fraction float64
+	Rounds   int
+	Inner    int     // H; 0 means from IIC
+	IIC      float64 // H = ceil(IIC * N / clients)
+	Gamma    float64
+	Seed     int64
+
+	PStar   float64 // centralized optimum; 0 means compute it
+	Metrics string  // CSV file, one row per round ("" = none)
+
+	// Progress receives a progress line now and then (nil = none).
+	Progress io.Writer
+	Log      *slog.Logger
+	// Observe sees every protocol message (privacy tests).
+	Observe func(toServer bool, client int, m *protocol.Message)
+	// Script, if set, runs before every transport event with the memory
+	// transport and the coordinator: scripted drops and returns.
+	Script func(m *protocol.Memory, c *protocol.Coordinator)
+}
+
+// Summary is the JSON line `hyfed experiment` prints last.
+type Summary struct {
+	Data          string         `json:"data"`
+	Partition     string         `json:"partition"`
+	Clients       int            `json:"clients"`
+	Step          string         `json:"step"`
+	Loss          string         `json:"loss"`
+	Lambda        float64        `json:"lambda"`
+	Fraction      float64        `json:"fraction"`
+	Inner         int            `json:"inner"`
+	Rounds        int            `json:"rounds"`
+	Primal        float64        `json:"primal"`
+	Dual          float64        `json:"dual"`
+	Gap           float64        `json:"gap"`
+	PStar         float64        `json:"pstar"`
+	RelativeLoss  float64        `json:"relative_loss"`
+	Accuracy      float64        `json:"accuracy"`
+	TrainAccuracy float64        `json:"train_accuracy"`
+	RoundsTo      map[string]int `json:"rounds_to"` // first round with relative loss below 1e-1, 1e-2, 1e-3 (-1: never)
+	Seconds       float64        `json:"seconds"`
+	SecondsTo     map[string]float64 `json:"seconds_to"`
+	BytesIn       int     `json:"bytes_to_server"`
+	BytesOut      int     `json:"bytes_from_server"`
+	DualDecreases int     `json:"dual_decreases"`
+	CentralSecs   float64 `json:"central_seconds,omitempty"`
+}
+
+// Thresholds of relative loss reported in RoundsTo.
+var Thresholds = []float64{1e-1, 1e-2, 1e-3}
+
+// Prepared is data split for a federation.
+type Prepared struct {
+	Data   *dataset.Dataset
+	Blocks []partition.Block
+	Spec   partition.Spec
+}
+
+// Prepare loads and partitions the data.
+func Prepare(o Options) (*Prepared, error) {
+	dopt := dataset.Options{Holdout: o.Holdout}
+	if o.Positive != "" {
+		r, err := dataset.ParsePositive(o.Positive)
+		if err != nil {
+			return nil, fmt.Errorf("--positive: %w", err)
+		}
+		dopt.Positive = r
+	}
+	d, err := dataset.Load(o.Data, dopt)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := partition.Parse(o.Partition)
+	if err != nil {
+		return nil, fmt.Errorf("--partition: %w", err)
+	}
+	blocks, err := spec.Split(d)
+	if err != nil {
+		return nil, fmt.Errorf("partition %s: %w", o.Partition, err)
+	}
+	return &Prepared{Data: d, Blocks: blocks, Spec: spec}, nil
+}
+
+// InnerFor returns H = ceil(iic * N / clients), at least 1.
+func InnerFor(iic float64, nTrain, clients int) int {
+	h := int(math.Ceil(iic * float64(nTrain) / float64(clients)))
+	if h < 1 {
+		h = 1
+	}
+	return h
+}
+
+// Run runs the experiment.
+func Run(ctx context.Context, o Options) (*Summary, error) {
+	p, err := Prepare(o)
+	if err != nil {
+		return nil, err
+	}
+	return RunPrepared(ctx, p, o)
+}
+
+// RunPrepared runs the experiment on prepared data.
+func RunPrepared(ctx context.Context, p *Prepared, o Options) (*Summary, error) {
+	return RunPreparedWithHistory(ctx, p, o, nil)
+}
+
+// RunPreparedWithHistory is RunPrepared that also returns every round's
+// metrics in *hist.
+func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[]protocol.RoundMetrics) (*Summary, error) {
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	l, err := loss.Parse(o.Loss)
+	if err != nil {
+		return nil, fmt.Errorf("--loss: %w", err)
+	}
+	d := p.Data
+	clients := len(p.Blocks)
+	inner := o.Inner
+	if inner <= 0 {
+		if o.IIC <= 0 {
+			return nil, fmt.Errorf("give --inner H or --iic X")
+		}
+		inner = InnerFor(o.IIC, d.NumTrain(), clients)
+	}
+	s := &Summary{Data: d.Name, Partition: o.Partition, Clients: clients, Loss: l.Name(), Lambda: o.Lambda,
+		Inner: inner, PStar: o.PStar}
+	if s.PStar == 0 {
+		progress(o.Progress, "central: solving for P* on %d samples x %d features\n", d.NumTrain(), d.M())
+		r, err := central.Solve(ctx, d, central.Config{Lambda: o.Lambda, Loss: l, Tol: 1e-9, Seed: uint64(o.Seed)})
+		if err != nil {
+			return nil, err
+		}
+		s.PStar, s.CentralSecs = r.Primal, r.Seconds
+		progress(o.Progress, "central: P* = %.9g (relative gap %.2g, %d epochs, %.1fs)\n", r.Primal, r.RelativeGap, r.Epochs, r.Seconds)
+	}
+	cfg := protocol.Config{Lambda: o.Lambda, Loss: l.Name(), Step: o.Step, Inner: inner, Gamma: o.Gamma,
+		Fraction: o.Fraction, Rounds: o.Rounds, Seed: uint64(o.Seed), Clients: clients}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s.Step, s.Fraction, s.Rounds = cfg.Step, cfg.Fraction, cfg.Rounds
+	scheme := seal.Plaintext{}
+	coord, err := protocol.NewCoordinator(cfg, scheme)
+	if err != nil {
+		return nil, err
+	}
+	sec := secret.FromSeed(o.Seed)
+	mem, err := protocol.NewMemory(clients, func(k int) (*protocol.Participant, error) {
+		return protocol.NewParticipant(&p.Blocks[k], sec, seal.PlainKey{S: scheme})
+	})
+	if err != nil {
+		return nil, err
+	}
+	mem.Observe = o.Observe
+
+	var w *csv.Writer
+	if o.Metrics != "" {
+		f, err := os.Create(o.Metrics)
+		if err != nil {
+			return nil, fmt.Errorf("--metrics: %w", err)
+		}
+		defer f.Close()
+		w = csv.NewWriter(f)
+		if err := w.Write(csvHeader()); err != nil {
+			return nil, fmt.Errorf("--metrics %s: %w", o.Metrics, err)
+		}
+	}
+	start := time.Now()
+	written := 0
+	elapsed := 0.0
+	lastProgress := time.Time{}
+	s.RoundsTo = map[string]int{}
+	s.SecondsTo = map[string]float64{}
+	for _, th := range Thresholds {
+		s.RoundsTo[thKey(th)] = -1
+		s.SecondsTo[thKey(th)] = -1
+	}
+	var werr error
+	flushRows := func() {
+		h := coord.History()
+		for ; written < len(h); written++ {
+			r := h[written]
+			elapsed = time.Since(start).Seconds()
+			rel := (r.Primal - s.PStar) / s.PStar
+			for _, th := range Thresholds {
+				if s.RoundsTo[thKey(th)] < 0 && rel < th {
+					s.RoundsTo[thKey(th)] = r.Round
+					s.SecondsTo[thKey(th)] = elapsed
+				}
+			}
+			if written > 0 && r.Dual < h[written-1].Dual-1e-12*math.Abs(h[written-1].Dual) {
+				s.DualDecreases++
+			}
+			s.BytesIn += r.BytesIn
+			s.BytesOut += r.BytesOut
+			if w != nil && werr == nil {
+				werr = w.Write(csvRow(r, rel, elapsed))
+			}
+			if o.Progress != nil && (time.Since(lastProgress) > 2*time.Second || r.Round == cfg.Rounds) {
+				lastProgress = time.Now()
+				progress(o.Progress, "round %d/%d  P=%.6g  rel=%.3g  gap=%.3g  acc=%.4f  %.1fs\n",
+					r.Round, cfg.Rounds, r.Primal, rel, r.Gap, r.HeldAcc, elapsed)
+			}
+		}
+	}
+	mem.Hook = func() {
+		flushRows()
+		if o.Script != nil {
+			o.Script(mem, coord)
+		}
+	}
+	if err := protocol.Serve(ctx, coord, mem, log); err != nil {
+		return nil, err
+	}
+	flushRows()
+	if w != nil {
+		w.Flush()
+		if werr == nil {
+			werr = w.Error()
+		}
+		if werr != nil {
+			return nil, fmt.Errorf("--metrics %s: %w", o.Metrics, werr)
+		}
+	}
+	h := coord.History()
+	if hist != nil {
+		*hist = h
+	}
+	last := h[len(h)-1]
+	s.Primal, s.Dual, s.Gap = last.Primal, last.Dual, last.Gap
+	s.RelativeLoss = (last.Primal - s.PStar) / s.PStar
+	s.Accuracy, s.TrainAccuracy = last.HeldAcc, last.TrainAcc
+	s.Seconds = time.Since(start).Seconds()
+	return s, nil
+}
+
+func thKey(th float64) string { return strconv.FormatFloat(th, 'g', -1, 64) }
+
+func progress(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format, args...)
+	}
+}
+
+func csvHeader() []string {
+	h := []string{"round", "primal", "dual", "gap", "relative_loss", "train_accuracy", "heldout_accuracy", "gamma", "active", "groups_updated", "partial", "seconds"}
+	for _, p := range protocol.Phases {
+		h = append(h, "seconds_"+p)
+	}
+	return append(h, "bytes_to_server", "bytes_from_server")
+}
+
+func csvRow(r protocol.RoundMetrics, rel, elapsed float64) []string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	row := []string{strconv.Itoa(r.Round), f(r.Primal), f(r.Dual), f(r.Gap), f(rel), f(r.TrainAcc), f(r.HeldAcc),
+		f(r.Gamma), strconv.Itoa(r.Active), strconv.Itoa(r.Updated), strconv.FormatBool(r.Partial), f(elapsed)}
+	for _, p := range protocol.Phases {
+		row = append(row, f(r.Seconds[p]))
+	}
+	return append(row, strconv.Itoa(r.BytesIn), strconv.Itoa(r.BytesOut))
+}

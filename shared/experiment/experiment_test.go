@@ -1,0 +1,79 @@
+package experiment
+
+import (
+	"context"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+func TestExperimentWritesMetricsAndConverges(t *testing.T) {
+	dir := t.TempDir()
+	csvPath := filepath.Join(dir, "m.csv")
+	o := Options{Data: "synthetic:600,16,1,0.05,3", Holdout: 0.2, Partition: "grid:2,2", Lambda: 1e-2,
+		Rounds: 800, IIC: 0.2, Seed: 4, Metrics: csvPath}
+	s, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Clients != 4 || s.Inner < 1 || s.Rounds != 800 {
+		t.Fatalf("summary %+v", s)
+	}
+	if !(s.RelativeLoss < 5e-3) || s.RelativeLoss < -1e-6 {
+		t.Fatalf("relative loss %.3g after 800 rounds", s.RelativeLoss)
+	}
+	if s.DualDecreases != 0 {
+		t.Fatalf("dual fell in %d rounds", s.DualDecreases)
+	}
+	if s.RoundsTo["0.01"] < 1 || s.RoundsTo["0.01"] > 800 {
+		t.Fatalf("rounds to 1e-2: %d", s.RoundsTo["0.01"])
+	}
+	f, err := os.Open(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1+801 {
+		t.Fatalf("%d CSV rows, want header + 801", len(rows))
+	}
+	if rows[0][0] != "round" || rows[0][4] != "relative_loss" {
+		t.Fatalf("header %v", rows[0])
+	}
+	last := rows[len(rows)-1]
+	if rel, _ := strconv.ParseFloat(last[4], 64); rel != s.RelativeLoss {
+		t.Fatalf("CSV relative loss %v, summary %v", rel, s.RelativeLoss)
+	}
+	if in, _ := strconv.Atoi(last[len(last)-2]); in <= 0 {
+		t.Fatalf("no bytes counted: %v", last)
+	}
+}
+
+func TestInnerFor(t *testing.T) {
+	for _, tc := range []struct {
+		iic     float64
+		n, k, h int
+	}{{0.2, 60000, 8, 1500}, {0.2, 10, 8, 1}, {1e-9, 100, 4, 1}, {0.5, 101, 2, 26}} {
+		if got := InnerFor(tc.iic, tc.n, tc.k); got != tc.h {
+			t.Errorf("InnerFor(%v,%d,%d) = %d, want %d", tc.iic, tc.n, tc.k, got, tc.h)
+		}
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	for _, o := range []Options{
+		{Data: "synthetic:100,5", Partition: "grid:0,2", Lambda: 1e-2, IIC: 0.1, Rounds: 1},
+		{Data: "synthetic:100,5", Partition: "grid:1,2", Lambda: -1, IIC: 0.1, Rounds: 1, PStar: 1},
+		{Data: "synthetic:100,5", Partition: "grid:1,2", Lambda: 1e-2, IIC: 0.1, Rounds: 1, PStar: 1, Step: "fast"},
+		{Data: "no-such-file.libsvm", Partition: "grid:1,2", Lambda: 1e-2, IIC: 0.1, Rounds: 1},
+	} {
+		if _, err := Run(context.Background(), o); err == nil {
+			t.Errorf("options %+v accepted", o)
+		}
+	}
+}
