@@ -55,29 +55,29 @@ type Options struct {
 
 // Summary is the JSON line `hyfed experiment` prints last.
 type Summary struct {
-	Data          string         `json:"data"`
-	Partition     string         `json:"partition"`
-	Clients       int            `json:"clients"`
-	Step          string         `json:"step"`
-	Loss          string         `json:"loss"`
-	Lambda        float64        `json:"lambda"`
-	Fraction      float64        `json:"fraction"`
-	Inner         int            `json:"inner"`
-	Rounds        int            `json:"rounds"`
-	Primal        float64        `json:"primal"`
-	Dual          float64        `json:"dual"`
-	Gap           float64        `json:"gap"`
-	PStar         float64        `json:"pstar"`
-	RelativeLoss  float64        `json:"relative_loss"`
-	Accuracy      float64        `json:"accuracy"`
-	TrainAccuracy float64        `json:"train_accuracy"`
-	RoundsTo      map[string]int `json:"rounds_to"` // first round with relative loss below 1e-1, 1e-2, 1e-3 (-1: never)
-	Seconds       float64        `json:"seconds"`
+	Data          string             `json:"data"`
+	Partition     string             `json:"partition"`
+	Clients       int                `json:"clients"`
+	Step          string             `json:"step"`
+	Loss          string             `json:"loss"`
+	Lambda        float64            `json:"lambda"`
+	Fraction      float64            `json:"fraction"`
+	Inner         int                `json:"inner"`
+	Rounds        int                `json:"rounds"`
+	Primal        float64            `json:"primal"`
+	Dual          float64            `json:"dual"`
+	Gap           float64            `json:"gap"`
+	PStar         float64            `json:"pstar"`
+	RelativeLoss  float64            `json:"relative_loss"`
+	Accuracy      float64            `json:"accuracy"`
+	TrainAccuracy float64            `json:"train_accuracy"`
+	RoundsTo      map[string]int     `json:"rounds_to"` // first round with relative loss below 1e-1, 1e-2, 1e-3 (-1: never)
+	Seconds       float64            `json:"seconds"`
 	SecondsTo     map[string]float64 `json:"seconds_to"`
-	BytesIn       int     `json:"bytes_to_server"`
-	BytesOut      int     `json:"bytes_from_server"`
-	DualDecreases int     `json:"dual_decreases"`
-	CentralSecs   float64 `json:"central_seconds,omitempty"`
+	BytesIn       int                `json:"bytes_to_server"`
+	BytesOut      int                `json:"bytes_from_server"`
+	DualDecreases int                `json:"dual_decreases"`
+	CentralSecs   float64            `json:"central_seconds,omitempty"`
 }
 
 // Thresholds of relative loss reported in RoundsTo.
