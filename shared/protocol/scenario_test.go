@@ -206,3 +206,21 @@ func TestWrongSecretIsRejected(t *testing.T) {
 		t.Fatalf("wrong secret: got %+v", out)
 	}
 }
+
+// TestOneClientH1DualNeverDecreases: with one client and H=1 each round is
+// one exact coordinate step, under either rule.
+func TestOneClientH1DualNeverDecreases(t *testing.T) {
+	d := testData(120, 6, 8)
+	for _, step := range []string{StepHyFed, StepPaper} {
+		f := newFed(t, gridBlocks(d, 1, 1), Config{Lambda: 1e-2, Step: step, Inner: 1, Rounds: 300, Seed: 4})
+		h := f.run(t)
+		for i := 1; i < len(h); i++ {
+			if h[i].Dual < h[i-1].Dual-1e-13 {
+				t.Fatalf("%s: dual fell in round %d: %.15g -> %.15g", step, h[i].Round, h[i-1].Dual, h[i].Dual)
+			}
+		}
+		if !(h[len(h)-1].Dual > h[0].Dual) {
+			t.Fatalf("%s: dual did not rise", step)
+		}
+	}
+}
