@@ -86,7 +86,7 @@ func runCentral(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	lambda := fs.Float64("lambda", 1e-3, "L2 regularization lambda")
 	lossName := fs.String("loss", "hinge", "loss: hinge or logistic")
 	tol := fs.Float64("tol", 1e-9, "stop at this relative duality gap")
-	epochs := fs.Int("max-epochs", 2000, "stop after this many passes")
+	epochs := fs.Int("max-epochs", 3000, "stop after this many passes")
 	seed := fs.Uint64("seed", 1, "seed of the sample order")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	if err := parse(fs, args); err != nil {

@@ -144,7 +144,27 @@ func Solve(ctx context.Context, d *dataset.Dataset, cfg Config) (*Result, error)
 		return (primal-dual)/math.Abs(primal) <= cfg.Tol
 	}
 	if hinge {
-		res.Converged, err = hingeSDCA(ctx, d, train, q, lambdaN, w, alpha, rng, cfg.MaxEpochs, res, check)
+		// Coordinate ascent until the gap is small enough that the margin
+		// samples are known, then the exact finish; more ascent if that
+		// was too early.
+		for _, handoff := range []float64{1e-6, 1e-8, cfg.Tol} {
+			var done bool
+			done, err = hingeSDCA(ctx, d, train, q, lambdaN, w, alpha, rng, cfg.MaxEpochs-res.Epochs, res,
+				func(epoch int) bool { check(epoch); return (primal-dual)/math.Abs(primal) <= math.Max(handoff, cfg.Tol) })
+			if err != nil || res.Epochs >= cfg.MaxEpochs && !done {
+				break
+			}
+			if res.Converged = (primal-dual)/math.Abs(primal) <= cfg.Tol; res.Converged {
+				break
+			}
+			err = finishHinge(ctx, d, train, lambdaN, w, alpha, func() bool {
+				res.Converged = check(res.Epochs)
+				return res.Converged
+			})
+			if err != nil || res.Converged {
+				break
+			}
+		}
 	} else {
 		res.Converged, err = plainSDCA(ctx, d, cfg.Loss, train, q, lambdaN, w, alpha, rng, cfg.MaxEpochs, res, check)
 	}
@@ -187,8 +207,8 @@ func plainSDCA(ctx context.Context, d *dataset.Dataset, l loss.Loss, train []int
 			}
 		}
 		res.Iterations += len(order)
-		res.Epochs = epoch
-		if check(epoch) {
+		res.Epochs++
+		if check(res.Epochs) {
 			return true, nil
 		}
 	}
@@ -248,11 +268,11 @@ func hingeSDCA(ctx context.Context, d *dataset.Dataset, train []int, q []float64
 				d.X.AddRowTo(i, delta/lambdaN, w)
 			}
 		}
-		res.Epochs = epoch
+		res.Epochs++
 		if hi-lo <= eps {
 			full := len(active) == len(train)
 			if full || epoch%10 == 0 {
-				if check(epoch) {
+				if check(res.Epochs) {
 					return true, nil
 				}
 			}
@@ -270,10 +290,10 @@ func hingeSDCA(ctx context.Context, d *dataset.Dataset, train []int, q []float64
 			lo = math.Inf(-1)
 		}
 		mBar, lBar = hi, lo
-		if epoch%10 == 0 && check(epoch) {
+		if epoch%10 == 0 && check(res.Epochs) {
 			return true, nil
 		}
 	}
-	check(maxEpochs)
+	check(res.Epochs)
 	return false, nil
 }
