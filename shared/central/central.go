@@ -150,7 +150,10 @@ func Solve(ctx context.Context, d *dataset.Dataset, cfg Config) (*Result, error)
 		for _, handoff := range []float64{1e-6, 1e-8, cfg.Tol} {
 			var done bool
 			done, err = hingeSDCA(ctx, d, train, q, lambdaN, w, alpha, rng, cfg.MaxEpochs-res.Epochs, res,
-				func(epoch int) bool { check(epoch); return (primal-dual)/math.Abs(primal) <= math.Max(handoff, cfg.Tol) })
+				func(epoch int) bool {
+					check(epoch)
+					return (primal-dual)/math.Abs(primal) <= math.Max(handoff, cfg.Tol)
+				})
 			if err != nil || res.Epochs >= cfg.MaxEpochs && !done {
 				break
 			}
