@@ -148,13 +148,12 @@ func Solve(ctx context.Context, d *dataset.Dataset, cfg Config) (*Result, error)
 		// samples are known, then the exact finish; more ascent if that
 		// was too early.
 		for _, handoff := range []float64{1e-6, 1e-8, cfg.Tol} {
-			var done bool
-			done, err = hingeSDCA(ctx, d, train, q, lambdaN, w, alpha, rng, cfg.MaxEpochs-res.Epochs, res,
+			_, err = hingeSDCA(ctx, d, train, q, lambdaN, w, alpha, rng, cfg.MaxEpochs-res.Epochs, res,
 				func(epoch int) bool {
 					check(epoch)
 					return (primal-dual)/math.Abs(primal) <= math.Max(handoff, cfg.Tol)
 				})
-			if err != nil || res.Epochs >= cfg.MaxEpochs && !done {
+			if err != nil {
 				break
 			}
 			if res.Converged = (primal-dual)/math.Abs(primal) <= cfg.Tol; res.Converged {
@@ -164,7 +163,7 @@ func Solve(ctx context.Context, d *dataset.Dataset, cfg Config) (*Result, error)
 				res.Converged = check(res.Epochs)
 				return res.Converged
 			})
-			if err != nil || res.Converged {
+			if err != nil || res.Converged || res.Epochs >= cfg.MaxEpochs {
 				break
 			}
 		}
