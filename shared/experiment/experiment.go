@@ -31,6 +31,8 @@ type Options struct {
 	Partition string  // quadrants:K, grid:K,Q, horizontal:K, vertical:Q
 
 	Step     string
+	Search   string // step size search of the default step: primal or dual
+	Estimate string // local sequential estimate: meanfield or holders
 	Loss     string
 	Lambda   float64
 	Fraction float64
@@ -169,7 +171,7 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 		s.PStar, s.CentralSecs = r.Primal, r.Seconds
 		progress(o.Progress, "central: P* = %.9g (relative gap %.2g, %d epochs, %.1fs)\n", r.Primal, r.RelativeGap, r.Epochs, r.Seconds)
 	}
-	cfg := protocol.Config{Lambda: o.Lambda, Loss: l.Name(), Step: o.Step, Inner: inner, Gamma: o.Gamma,
+	cfg := protocol.Config{Lambda: o.Lambda, Loss: l.Name(), Step: o.Step, Search: o.Search, Estimate: o.Estimate, Inner: inner, Gamma: o.Gamma,
 		Fraction: o.Fraction, Rounds: o.Rounds, Seed: uint64(o.Seed), Clients: clients}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

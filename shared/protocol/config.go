@@ -19,6 +19,12 @@ const (
 	StepPaper = "paper"
 )
 
+// Local sequential estimates of the default step.
+const (
+	EstimateMeanField = "meanfield"
+	EstimateHolders   = "holders"
+)
+
 // Step size searches of the default step rule.
 const (
 	SearchDual   = "dual"
@@ -44,6 +50,10 @@ type Config struct {
 	// "dual" (the dual's maximiser) or "primal" (the smallest primal among
 	// steps that gain at least half as much dual as the maximiser).
 	Search string
+	// Estimate is how a holder estimates the other holders' share of the
+	// change of x.w in its local loop: "meanfield" (group statistics) or
+	// "holders" (|B_n| times its own share, DESIGN.md 2b).
+	Estimate string
 	// Seed drives the server's participation draws.
 	Seed uint64
 	// Clients is the number of participants the federation waits for
@@ -76,6 +86,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Search != SearchDual && c.Search != SearchPrimal {
 		return fmt.Errorf("config: search %q: want %s or %s", c.Search, SearchDual, SearchPrimal)
+	}
+	if c.Estimate == "" {
+		c.Estimate = EstimateMeanField
+	}
+	if c.Estimate != EstimateMeanField && c.Estimate != EstimateHolders {
+		return fmt.Errorf("config: estimate %q: want %s or %s", c.Estimate, EstimateMeanField, EstimateHolders)
 	}
 	if c.Gamma == 0 {
 		c.Gamma = 1

@@ -313,6 +313,9 @@ func (p *Participant) onStep(m Message) ([]Message, error) {
 // exact; no per-sample value of another block is needed.
 func (p *Participant) estimate(e *groupEstimate, i int, v []float64, sigma, muv float64) float64 {
 	own := p.block.X.Dot(i, v)
+	if p.setup.Config.Estimate == EstimateHolders {
+		return float64(p.setup.Holders[i]) * own
+	}
 	s := sigma / p.lambdaN
 	centered := own - e.xmu[i]*s - muv + e.muNorm*s
 	return own + e.others*s + e.rho*centered
