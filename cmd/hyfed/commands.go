@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/hyfed/hyfed/shared/central"
 	"github.com/hyfed/hyfed/shared/dataset"
@@ -27,15 +26,7 @@ func (d *dataFlags) register(fs *flag.FlagSet, def string) {
 }
 
 func (d *dataFlags) load() (*dataset.Dataset, error) {
-	opt := dataset.Options{Holdout: d.holdout}
-	if d.positive != "" {
-		r, err := dataset.ParsePositive(d.positive)
-		if err != nil {
-			return nil, fmt.Errorf("--positive: %w", err)
-		}
-		opt.Positive = r
-	}
-	return dataset.Load(d.data, opt)
+	return experiment.LoadData(d.data, d.positive, d.holdout)
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -156,15 +147,4 @@ func runPartition(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "%s\t%d samples\t%d features\n", p, blocks[i].N(), len(blocks[i].Features))
 	}
 	return nil
-}
-
-// splitList splits a comma list, dropping blanks.
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

@@ -92,17 +92,22 @@ type Prepared struct {
 	Spec   partition.Spec
 }
 
-// Prepare loads and partitions the data.
-func Prepare(o Options) (*Prepared, error) {
-	dopt := dataset.Options{Holdout: o.Holdout}
-	if o.Positive != "" {
-		r, err := dataset.ParsePositive(o.Positive)
+// LoadData loads a data set as the command-line flags name it.
+func LoadData(data, positive string, holdout float64) (*dataset.Dataset, error) {
+	dopt := dataset.Options{Holdout: holdout}
+	if positive != "" {
+		r, err := dataset.ParsePositive(positive)
 		if err != nil {
 			return nil, fmt.Errorf("--positive: %w", err)
 		}
 		dopt.Positive = r
 	}
-	d, err := dataset.Load(o.Data, dopt)
+	return dataset.Load(data, dopt)
+}
+
+// Prepare loads and partitions the data.
+func Prepare(o Options) (*Prepared, error) {
+	d, err := LoadData(o.Data, o.Positive, o.Holdout)
 	if err != nil {
 		return nil, err
 	}

@@ -236,38 +236,15 @@ func (c *Coordinator) trialPhase(u []float64, gammaD float64) {
 		grid = candidateSteps(gammaD, c.cfg.Search)
 	}
 	for _, k := range targets {
-		cs := c.clients[k]
-		uk := make([]float64, len(cs.features))
-		if u != nil {
-			for j, f := range cs.features {
-				uk[j] = u[f]
-			}
-		}
-		c.send(k, Message{Kind: KindTrial, Round: c.round, W: uk})
+		c.send(k, Message{Kind: KindTrial, Round: c.round, W: c.onFeatures(k, u)})
 	}
 	partial := len(targets) < len(c.clients)
 	c.await(PhaseIP, KindIPPart, targets, func(p *phaseState) {
-		got := sortedKeys(p.replies)
-		partial = partial || len(p.dropped) > 0
-		parts := make([]seal.Vec, 0, len(got))
-		for _, k := range got {
-			parts = append(parts, p.replies[k].Sealed)
-		}
-		sum, err := seal.Sum(c.scheme, parts...)
-		if err != nil {
-			c.fail(err)
+		got, ok := c.returnSums(p, grid, false)
+		if !ok {
 			return
 		}
-		report := c.reporters(got)
-		c.phaseGrid = grid
-		for _, k := range got {
-			v, err := seal.Restrict(c.scheme, sum, c.clients[k].slots)
-			if err != nil {
-				c.fail(err)
-				return
-			}
-			c.send(k, Message{Kind: KindIP, Round: c.round, Sealed: v, Report: report[k], Grid: grid})
-		}
+		partial = partial || len(p.dropped) > 0
 		c.await(PhaseMetrics, KindMetrics, got, func(p *phaseState) {
 			partial = partial || len(p.dropped) > 0
 			gi := 0
@@ -287,12 +264,7 @@ func (c *Coordinator) trialPhase(u []float64, gammaD float64) {
 				c.needFullIP = true
 			}
 			for _, k := range c.eligible() {
-				cs := c.clients[k]
-				w := make([]float64, len(cs.features))
-				for j, f := range cs.features {
-					w[j] = c.w[f]
-				}
-				c.send(k, Message{Kind: KindWeights, Round: c.round, Gamma: gamma, Applied: gamma > 0, W: w})
+				c.send(k, Message{Kind: KindWeights, Round: c.round, Gamma: gamma, Applied: gamma > 0, W: c.onFeatures(k, c.w)})
 			}
 			c.nextRound()
 		})
@@ -437,44 +409,15 @@ func (c *Coordinator) reporters(clients []int) map[int][]int {
 func (c *Coordinator) ipPhase(final bool, then func()) {
 	targets := c.eligible()
 	for _, k := range targets {
-		cs := c.clients[k]
-		w := make([]float64, len(cs.features))
-		for j, f := range cs.features {
-			w[j] = c.w[f]
-		}
-		c.send(k, Message{Kind: KindWeights, Round: c.round, Full: true, W: w})
+		c.send(k, Message{Kind: KindWeights, Round: c.round, Full: true, W: c.onFeatures(k, c.w)})
 	}
 	partial := len(targets) < len(c.clients)
 	c.await(PhaseIP, KindIPPart, targets, func(p *phaseState) {
-		got := sortedKeys(p.replies)
-		partial = partial || len(p.dropped) > 0
-		parts := make([]seal.Vec, 0, len(got))
-		for _, k := range got {
-			parts = append(parts, p.replies[k].Sealed)
-		}
-		sum, err := seal.Sum(c.scheme, parts...)
-		if err != nil {
-			c.fail(err)
+		got, ok := c.returnSums(p, nil, c.cfg.Step == StepPaper)
+		if !ok {
 			return
 		}
-		report := c.reporters(got)
-		c.phaseGrid = nil
-		for _, k := range got {
-			slots := c.clients[k].slots
-			v, err := seal.Restrict(c.scheme, sum, slots)
-			if err != nil {
-				c.fail(err)
-				return
-			}
-			m := Message{Kind: KindIP, Round: c.round, Sealed: v, Report: report[k]}
-			if c.cfg.Step == StepPaper {
-				if m.Alpha, err = seal.Restrict(c.scheme, c.alpha, slots); err != nil {
-					c.fail(err)
-					return
-				}
-			}
-			c.send(k, m)
-		}
+		partial = partial || len(p.dropped) > 0
 		c.await(PhaseMetrics, KindMetrics, got, func(p *phaseState) {
 			partial = partial || len(p.dropped) > 0
 			if partial {
@@ -534,6 +477,54 @@ func (c *Coordinator) record(replies map[int]Message, gi int, gamma float64, u [
 	}
 	c.history = append(c.history, *r)
 	c.cur = RoundMetrics{Seconds: map[string]float64{}}
+}
+
+// returnSums adds the sealed vectors of an inner-product phase and sends
+// every client that answered the sums for its own samples, with the
+// candidate steps to price (grid) and, under the paper rule, its sealed dual
+// values. It returns the clients that answered.
+func (c *Coordinator) returnSums(p *phaseState, grid []float64, withAlpha bool) ([]int, bool) {
+	got := sortedKeys(p.replies)
+	parts := make([]seal.Vec, 0, len(got))
+	for _, k := range got {
+		parts = append(parts, p.replies[k].Sealed)
+	}
+	sum, err := seal.Sum(c.scheme, parts...)
+	if err != nil {
+		c.fail(err)
+		return nil, false
+	}
+	report := c.reporters(got)
+	c.phaseGrid = grid
+	for _, k := range got {
+		slots := c.clients[k].slots
+		v, err := seal.Restrict(c.scheme, sum, slots)
+		if err != nil {
+			c.fail(err)
+			return nil, false
+		}
+		m := Message{Kind: KindIP, Round: c.round, Sealed: v, Report: report[k], Grid: grid}
+		if withAlpha {
+			if m.Alpha, err = seal.Restrict(c.scheme, c.alpha, slots); err != nil {
+				c.fail(err)
+				return nil, false
+			}
+		}
+		c.send(k, m)
+	}
+	return got, true
+}
+
+// onFeatures returns v restricted to client k's features (zeros for nil v).
+func (c *Coordinator) onFeatures(k int, v []float64) []float64 {
+	fs := c.clients[k].features
+	out := make([]float64, len(fs))
+	if v != nil {
+		for j, f := range fs {
+			out[j] = v[f]
+		}
+	}
+	return out
 }
 
 func sortedSet(s map[int]bool) []int {
