@@ -1,0 +1,50 @@
+package protocol
+
+import (
+	"testing"
+
+	"github.com/hyfed/hyfed/shared/seal"
+)
+
+// TestClientsReceiveOnlyTheirOwnSlots records every sealed vector sent to a
+// client and opens it: no slot of a sample the client does not hold may
+// carry a value. (With the plaintext scheme anyone can open them; with real
+// encryption only participants can, which is why this matters.)
+func TestClientsReceiveOnlyTheirOwnSlots(t *testing.T) {
+	d := testData(200, 8, 12)
+	for _, step := range []string{StepHyFed, StepPaper} {
+		f := newFed(t, gridBlocks(d, 2, 2), Config{Lambda: 1e-2, Step: step, Inner: 10, Fraction: 0.7, Rounds: 20, Seed: 3})
+		key := seal.PlainKey{S: f.coord.Scheme().(seal.Plaintext)}
+		checked := 0
+		f.mem.Observe = func(toServer bool, k int, m *Message) {
+			if toServer {
+				return
+			}
+			own := map[int]bool{}
+			if len(f.coord.clients) > k && f.coord.clients[k].slots != nil {
+				for _, s := range f.coord.clients[k].slots {
+					own[s] = true
+				}
+			}
+			for _, v := range []seal.Vec{m.Sealed, m.Alpha} {
+				for ci, c := range v {
+					vals, err := key.Open(c)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for off, x := range vals {
+						slot := ci*key.S.ChunkLen() + off
+						if x != 0 && !own[slot] {
+							t.Fatalf("%s: client %d got a %s message carrying slot %d it does not hold", step, k, m.Kind, slot)
+						}
+					}
+					checked++
+				}
+			}
+		}
+		f.run(t)
+		if checked == 0 {
+			t.Fatal("no sealed vectors observed")
+		}
+	}
+}
