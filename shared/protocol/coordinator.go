@@ -609,14 +609,19 @@ func (c *Coordinator) Disconnect(k int) []Envelope {
 	return c.flush()
 }
 
-// Expire ends the current phase at its deadline: clients that did not
-// answer are treated as gone for this round.
+// Expire ends the current phase at its deadline. Clients that did not
+// answer are disconnected (told so with a closing error): what they missed
+// would leave their state behind the federation's, so they come back
+// through a rejoin and a refresh.
 func (c *Coordinator) Expire() []Envelope {
 	if p := c.phase; p != nil {
-		for k := range p.waiting {
-			p.dropped = append(p.dropped, k)
+		late := sortedSet(p.waiting)
+		for _, k := range late {
+			c.send(k, Message{Kind: KindError, Round: c.round, Close: true,
+				Err: fmt.Sprintf("no %s reply before the deadline of round %d; reconnect to take part again", p.reply, c.round)})
+			c.clients[k].connected, c.clients[k].ready = false, false
 		}
-		sort.Ints(p.dropped)
+		p.dropped = append(p.dropped, late...)
 		p.waiting = map[int]bool{}
 		c.maybeFinishPhase()
 	}

@@ -26,6 +26,9 @@ type Memory struct {
 	// Hook, if set, runs before every event is taken: scripted scenarios
 	// drop and rejoin clients from it.
 	Hook func()
+	// Lose, if set, silently loses the messages to a client for which it
+	// returns true (a stalled connection; the coordinator's deadline ends it).
+	Lose func(to int, m *Message) bool
 }
 
 // NewMemory creates participants with makePart (called again for a client
@@ -98,6 +101,13 @@ func (m *Memory) Deliver(ctx context.Context, envs []Envelope) error {
 		}
 		if m.Observe != nil {
 			m.Observe(false, e.To, &e.Msg)
+		}
+		if e.Msg.Close {
+			m.connected[e.To] = false // the coordinator already counts it gone
+			continue
+		}
+		if m.Lose != nil && m.Lose(e.To, &e.Msg) {
+			continue
 		}
 		byClient[e.To] = append(byClient[e.To], e.Msg)
 	}

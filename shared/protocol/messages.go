@@ -89,8 +89,9 @@ type Message struct {
 	// the paper rule, whose clients' own copies go stale while inactive.
 	Alpha seal.Vec
 
-	// error
-	Err string
+	// error; Close asks the transport to end the connection after it
+	Err   string
+	Close bool
 }
 
 // Setup tells a participant where its samples live in the layout and the

@@ -224,3 +224,44 @@ func TestOneClientH1DualNeverDecreases(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadlineDropsAStalledClient: a client whose messages are lost in the
+// middle of round 5 is cut off at the phase deadline; the round applies
+// nothing for its group, the rest carry on, and after it reconnects the
+// federation ends at the optimum with a dual that never fell.
+func TestDeadlineDropsAStalledClient(t *testing.T) {
+	d := testData(300, 10, 13)
+	const lambda = 1e-2
+	pstar := optimum(t, d, lambda)
+	f := newFed(t, gridBlocks(d, 2, 2), Config{Lambda: lambda, Inner: 20, Rounds: 400, Seed: 8})
+	stalled, rejoined := false, false
+	f.mem.Lose = func(to int, m *Message) bool {
+		if to == 2 && f.coord.Round() == 5 && m.Kind == KindDirection {
+			stalled = true
+		}
+		return to == 2 && stalled && !rejoined
+	}
+	f.mem.Hook = func() {
+		if stalled && !rejoined && f.coord.Round() >= 8 && !f.mem.Connected(2) {
+			rejoined = true
+			if err := f.mem.Join(2); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	h := f.run(t)
+	if !stalled || !rejoined {
+		t.Fatalf("scenario did not run: stalled %v rejoined %v", stalled, rejoined)
+	}
+	if h[5].Gamma != 0 || !h[5].Partial {
+		t.Fatalf("round 5 applied a step (gamma %v) or was complete without client 2", h[5].Gamma)
+	}
+	for i := 1; i < len(h); i++ {
+		if finite(h[i].Dual) && finite(h[i-1].Dual) && h[i].Dual < h[i-1].Dual-1e-12 {
+			t.Fatalf("dual fell in round %d", h[i].Round)
+		}
+	}
+	if rel := (h[len(h)-1].Primal - pstar) / pstar; !(rel < 1e-3) {
+		t.Fatalf("relative loss %.3g", rel)
+	}
+}

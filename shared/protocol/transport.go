@@ -41,6 +41,14 @@ func Serve(ctx context.Context, c *Coordinator, t Transport, log *slog.Logger) e
 	}
 	for !c.Finished() {
 		ev, err := t.Next(ctx)
+		if errors.Is(err, ErrIdle) && c.Phase() != "" {
+			// Nothing more can arrive: the phase's deadline has come.
+			log.Warn("phase deadline", "round", c.Round(), "phase", c.Phase())
+			if err := t.Deliver(ctx, c.Expire()); err != nil {
+				return fmt.Errorf("serve: deliver: %w", err)
+			}
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("serve: round %d: %w", c.Round(), err)
 		}
