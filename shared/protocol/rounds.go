@@ -259,7 +259,7 @@ func (c *Coordinator) trialPhase(u []float64, gammaD float64) {
 				}
 			}
 			c.cur.Gamma = gamma
-			c.record(p.replies, gi, gamma, u, partial)
+			c.record(p.replies, gi, partial)
 			if partial {
 				c.needFullIP = true
 			}
@@ -424,7 +424,7 @@ func (c *Coordinator) ipPhase(final bool, then func()) {
 				c.needFullIP = true
 			}
 			if final {
-				c.record(p.replies, 0, 0, nil, partial)
+				c.record(p.replies, 0, partial)
 			}
 			if then != nil {
 				then()
@@ -436,8 +436,8 @@ func (c *Coordinator) ipPhase(final bool, then func()) {
 }
 
 // record closes the round with the metrics priced at grid entry gi (the
-// step gamma along u taken this round; w already includes it).
-func (c *Coordinator) record(replies map[int]Message, gi int, gamma float64, u []float64, partial bool) {
+// step taken this round; w already includes it).
+func (c *Coordinator) record(replies map[int]Message, gi int, partial bool) {
 	var lossSum, conjSum float64
 	var trainOK, trainN, heldOK, heldN int
 	for _, k := range sortedKeys(replies) {
