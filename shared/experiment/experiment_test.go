@@ -77,3 +77,35 @@ func TestBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestSparseGridFederation runs sparse data whose holders share feature
+// indexes (each sample's non-zeros dealt among its group's holders).
+func TestSparseGridFederation(t *testing.T) {
+	o := Options{Data: "synthetic:600,100,0.1,0.05,3", Holdout: 0.2, Partition: "grid:2,2", Lambda: 1e-2,
+		Rounds: 600, IIC: 0.2, Seed: 1}
+	p, err := Prepare(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Blocks[0].X.IsSparse() {
+		t.Fatal("sparse data gave dense blocks")
+	}
+	shared := 0
+	for _, f := range p.Blocks[0].Features {
+		for _, g := range p.Blocks[1].Features {
+			if f == g {
+				shared++
+			}
+		}
+	}
+	if shared == 0 {
+		t.Fatal("holders of a group share no feature index: the test does not cover dealt entries")
+	}
+	s, err := RunPrepared(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(s.RelativeLoss < 1e-2) || s.DualDecreases != 0 {
+		t.Fatalf("relative loss %.3g, dual fell %d times", s.RelativeLoss, s.DualDecreases)
+	}
+}
