@@ -55,7 +55,7 @@ run: build data
 
 # The README's convergence table (long: hours on 2 cores).
 results: build data
-	./docs/results.sh
+	./docs/results.sh > docs/results.md
 
 clean:
 	rm -rf bin $(CACHE)
