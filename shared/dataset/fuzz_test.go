@@ -2,31 +2,46 @@ package dataset
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
+// smallDense lowers the dense-storage cap for a fuzz run: a two-token
+// input may legitimately ask for a 2 GiB dense row.
+func smallDense(f *testing.F) {
+	old := maxDenseValues
+	maxDenseValues = 1 << 20
+	f.Cleanup(func() { maxDenseValues = old })
+}
+
 func FuzzLIBSVM(f *testing.F) {
-	f.Add("+1 1:0.5 3:2 # a\n-1 2:1\n")
-	f.Add("1 qid:2 5:1e300\n")
-	f.Add("-1 0:1")
-	f.Fuzz(func(t *testing.T, s string) {
-		d, err := ReadLIBSVM(strings.NewReader(s), "fuzz", Options{})
+	smallDense(f)
+	f.Add("+1 1:0.5 3:2 # a\n-1 2:1\n", false)
+	f.Add("1 qid:2 5:1e300\n", true)
+	f.Add("-1 0:1", false)
+	f.Add("1 2147483647:1\n0 1:1", true)
+	f.Add("# c\n\n2 1:1 # x y\r\n1 3:-1e-300 # x\n", false)
+	f.Fuzz(func(t *testing.T, s string, dense bool) {
+		d, err := ReadLIBSVM(strings.NewReader(s), "fuzz", Options{Dense: dense, Holdout: 0.5})
 		if err == nil {
 			if verr := d.Validate(); verr != nil {
 				t.Fatalf("returned an invalid data set: %v", verr)
+			}
+			if d.X.IsSparse() == dense {
+				t.Fatalf("storage sparse %v with Dense %v", d.X.IsSparse(), dense)
 			}
 		}
 	})
 }
 
 func FuzzCSV(f *testing.F) {
-	f.Add("id,label,f1\na,1,2\nb,0,3\n")
-	f.Add("label,heldout,x\n1,true,2\n")
-	f.Fuzz(func(t *testing.T, s string) {
-		d, err := ReadCSV(strings.NewReader(s), "fuzz", Options{})
+	smallDense(f)
+	f.Add("id,label,f1\na,1,2\nb,0,3\n", false)
+	f.Add("label,heldout,x\n1,true,2\n", true)
+	f.Add("\ufeffID,Label,x,y\n\"q\n\",-1,0,1\n", false)
+	f.Add("label,x\n1,2,3\n", false)
+	f.Fuzz(func(t *testing.T, s string, sparse bool) {
+		d, err := ReadCSV(strings.NewReader(s), "fuzz", Options{Sparse: sparse})
 		if err == nil {
 			if verr := d.Validate(); verr != nil {
 				t.Fatalf("returned an invalid data set: %v", verr)
@@ -36,23 +51,30 @@ func FuzzCSV(f *testing.F) {
 }
 
 func FuzzIDX(f *testing.F) {
-	im, lb := idxPair(nil, 2, 2, 2, false)
+	im, lb := idxPair(2, 2, 2, false)
 	f.Add(im, lb)
+	zim, zlb := idxPair(3, 1, 2, true)
+	f.Add(zim, zlb)
+	f.Add(im[:16], lb[:8])
 	f.Fuzz(func(t *testing.T, im, lb []byte) {
-		x, raw, _, _, err := ReadIDX(bytes.NewReader(im), bytes.NewReader(lb), "fuzz")
-		if err == nil && (x.Validate() != nil || len(raw) != x.Rows) {
+		x, raw, w, h, err := ReadIDX(bytes.NewReader(im), bytes.NewReader(lb), "fuzz")
+		if err == nil && (x.Validate() != nil || len(raw) != x.Rows || w*h != x.Cols) {
 			t.Fatal("inconsistent result")
 		}
 	})
 }
 
+// FuzzMNISTJSON fuzzes the digit-file decoder, which ReadMNISTJSON runs
+// on each file (writing ten files per input would only slow the fuzzer).
 func FuzzMNISTJSON(f *testing.F) {
 	f.Add([]byte(`{"data":[0,0.5]}`))
+	f.Add([]byte(`{"data":[` + strings.TrimSuffix(strings.Repeat("0.25,", 784), ",") + `]}`))
+	f.Add([]byte(`{"data":null}`))
+	f.Add([]byte(`[1,2]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		dir := t.TempDir()
-		for d := 0; d < 10; d++ {
-			os.WriteFile(filepath.Join(dir, string(rune('0'+d))+".json"), b, 0o644)
+		vals, err := parseDigits(b)
+		if err == nil && (len(vals) == 0 || len(vals)%mnistPixels != 0) {
+			t.Fatalf("accepted %d values", len(vals))
 		}
-		ReadMNISTJSON(dir)
 	})
 }

@@ -54,8 +54,8 @@ func (m *Matrix) NNZ() int {
 }
 
 // Row returns row i. For a sparse matrix idx holds the column indexes of the
-// values; for a dense matrix idx is nil and val has Cols entries. The slices
-// alias the matrix.
+// values (nil for an empty row: test IsSparse, not idx); for a dense matrix
+// idx is nil and val has Cols entries. The slices alias the matrix.
 func (m *Matrix) Row(i int) (idx []int32, val []float64) {
 	if m.IsSparse() {
 		a, b := m.Indptr[i], m.Indptr[i+1]
@@ -67,7 +67,7 @@ func (m *Matrix) Row(i int) (idx []int32, val []float64) {
 // At returns entry (i, j).
 func (m *Matrix) At(i, j int) float64 {
 	idx, val := m.Row(i)
-	if idx == nil {
+	if !m.IsSparse() {
 		return val[j]
 	}
 	lo, hi := 0, len(idx)
@@ -89,7 +89,7 @@ func (m *Matrix) At(i, j int) float64 {
 func (m *Matrix) Dot(i int, w []float64) float64 {
 	idx, val := m.Row(i)
 	s := 0.0
-	if idx == nil {
+	if !m.IsSparse() {
 		for j, v := range val {
 			s += v * w[j]
 		}
@@ -107,7 +107,7 @@ func (m *Matrix) AddRowTo(i int, a float64, w []float64) {
 		return
 	}
 	idx, val := m.Row(i)
-	if idx == nil {
+	if !m.IsSparse() {
 		for j, v := range val {
 			w[j] += a * v
 		}
