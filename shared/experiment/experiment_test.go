@@ -3,10 +3,14 @@ package experiment
 import (
 	"context"
 	"encoding/csv"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/hyfed/hyfed/shared/dataset"
+	"github.com/hyfed/hyfed/shared/protocol"
 )
 
 func TestExperimentWritesMetricsAndConverges(t *testing.T) {
@@ -107,5 +111,36 @@ func TestSparseGridFederation(t *testing.T) {
 	}
 	if !(s.RelativeLoss < 1e-2) || s.DualDecreases != 0 {
 		t.Fatalf("relative loss %.3g, dual fell %d times", s.RelativeLoss, s.DualDecreases)
+	}
+}
+
+// TestEncryptedMatchesPlaintextMNIST: on real digits, a BGV run and a
+// plaintext run with the same seed agree exactly, round by round, at partial
+// participation.
+func TestEncryptedMatchesPlaintextMNIST(t *testing.T) {
+	if _, err := dataset.MNISTDir(); err != nil {
+		t.Skip("mnist digits not installed (make data):", err)
+	}
+	o := Options{Data: "mnist", Partition: "quadrants:1", Lambda: 1e-3, Fraction: 0.5, Rounds: 30, IIC: 0.2, Seed: 2, PStar: 0.23}
+	p, err := Prepare(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hist [2][]protocol.RoundMetrics
+	for i, plain := range []bool{true, false} {
+		o.Plaintext = plain
+		s, err := RunPreparedWithHistory(context.Background(), p, o, &hist[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]string{true: "plaintext", false: "bgv"}[plain]; s.Scheme != want {
+			t.Fatalf("scheme %q, want %q", s.Scheme, want)
+		}
+	}
+	for r := range hist[0] {
+		a, b := hist[0][r], hist[1][r]
+		if a.Primal != b.Primal && !(math.IsNaN(a.Primal) && math.IsNaN(b.Primal)) || a.Gamma != b.Gamma {
+			t.Fatalf("round %d: plaintext P=%v gamma=%v, encrypted P=%v gamma=%v", a.Round, a.Primal, a.Gamma, b.Primal, b.Gamma)
+		}
 	}
 }

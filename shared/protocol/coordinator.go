@@ -25,10 +25,11 @@ const (
 	PhaseDirection = "direction"
 	PhaseIP        = "ip"
 	PhaseMetrics   = "metrics"
+	PhaseApply     = "apply"
 )
 
 // Phases lists the round phases in order.
-var Phases = []string{PhaseRefresh, PhaseStep, PhaseDirection, PhaseIP, PhaseMetrics}
+var Phases = []string{PhaseRefresh, PhaseStep, PhaseDirection, PhaseIP, PhaseMetrics, PhaseApply}
 
 // RoundMetrics is what the coordinator records after every round.
 type RoundMetrics struct {
@@ -54,7 +55,8 @@ type clientState struct {
 	stale       bool // its hat_w may not match the dual values: refresh before its next step
 	returned    bool // came back and holds no dual values yet: refresh before anything
 	slots       []int
-	groups      []int // global group indexes, in the order of its Setup.GroupKeys
+	chunks      map[int]bool // layout chunks holding the client's samples
+	groups      []int        // global group indexes, in the order of its Setup.GroupKeys
 	localGroup  map[int]int
 	features    []int
 	hatW        []float64
@@ -327,24 +329,38 @@ func (c *Coordinator) align() error {
 		g.key = g.members[0]
 	}
 	sort.Slice(gl, func(a, b int) bool { return gl[a].key < gl[b].key })
+	// Each group starts on a chunk boundary: a chunk then only ever holds
+	// samples of one holder set, and whoever is sent it may open all of it.
+	sizes := make([]int, len(gl))
+	for gi, g := range gl {
+		sizes[gi] = len(g.members)
+	}
+	starts, total := seal.PadLayout(c.scheme.ChunkLen(), sizes)
+	c.numSlots = total
+	c.holders = make([]int, total)
+	c.slotGroup = make([]int, total)
+	c.heldout = make([]bool, total)
+	for i := range c.slotGroup {
+		c.slotGroup[i] = -1
+	}
 	slotOf := map[string]int{}
 	c.groups = make([]group, len(gl))
 	groupIdx := map[string]int{}
 	for gi, g := range gl {
 		c.groups[gi] = group{holders: g.holders, key: g.key}
-		for _, p := range g.members {
-			slotOf[p] = len(c.holders)
+		for j, p := range g.members {
+			sl := starts[gi] + j
+			slotOf[p] = sl
 			groupIdx[p] = gi
-			c.holders = append(c.holders, len(g.holders))
-			c.slotGroup = append(c.slotGroup, gi)
-			c.heldout = append(c.heldout, byPseud[p].heldout)
+			c.holders[sl] = len(g.holders)
+			c.slotGroup[sl] = gi
+			c.heldout[sl] = byPseud[p].heldout
 			if !byPseud[p].heldout {
 				c.numTrain++
 				c.groups[gi].train++
 			}
 		}
 	}
-	c.numSlots = len(c.holders)
 	if c.numTrain == 0 {
 		return fmt.Errorf("no training samples")
 	}
@@ -353,8 +369,10 @@ func (c *Coordinator) align() error {
 		cs.slots = make([]int, len(h.Pseudonyms))
 		cs.localGroup = map[int]int{}
 		cs.groups = nil
+		cs.chunks = map[int]bool{}
 		for i, p := range h.Pseudonyms {
 			cs.slots[i] = slotOf[p]
+			cs.chunks[slotOf[p]/c.scheme.ChunkLen()] = true
 			g := groupIdx[p]
 			if _, ok := cs.localGroup[g]; !ok {
 				cs.localGroup[g] = len(cs.groups)
@@ -391,11 +409,7 @@ func (c *Coordinator) sendSetup(k int, norms bool) {
 }
 
 func (c *Coordinator) sendNorms(k int) {
-	v, err := seal.Restrict(c.scheme, c.norms, c.clients[k].slots)
-	if err != nil {
-		c.reject(k, "norms: %v", err)
-		return
-	}
+	v := seal.Restrict(c.scheme, c.norms, c.clients[k].slots)
 	var sums []float64
 	for _, g := range c.clients[k].groups {
 		sums = append(sums, c.groupStats[2*g], c.groupStats[2*g+1])
@@ -423,7 +437,8 @@ func (c *Coordinator) start() {
 		}
 		c.norms = sum
 		c.groupStats = make([]float64, 2*len(c.groups))
-		for k, m := range p.replies {
+		for _, k := range sortedKeys(p.replies) {
+			m := p.replies[k]
 			for lg, g := range c.clients[k].groups {
 				c.groupStats[2*g] += m.GroupStats[2*lg]
 				c.groupStats[2*g+1] += m.GroupStats[2*lg+1]
@@ -587,8 +602,8 @@ func (c *Coordinator) check(k int, m Message) error {
 		return finite("GridConj", m.GridConj...)
 	}
 	for ci := range m.Sealed {
-		if ci < 0 || ci*c.scheme.ChunkLen() >= c.numSlots {
-			return fmt.Errorf("%s: sealed chunk %d outside the layout", m.Kind, ci)
+		if !cs.chunks[ci] {
+			return fmt.Errorf("%s: sealed chunk %d holds none of the client's samples", m.Kind, ci)
 		}
 	}
 	return nil
@@ -634,4 +649,14 @@ func (c *Coordinator) Phase() string {
 		return ""
 	}
 	return c.phase.name
+}
+
+// ownsSlot reports whether the client holds the sample in slot s.
+func (cs *clientState) ownsSlot(s int) bool {
+	for _, x := range cs.slots {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

@@ -100,15 +100,25 @@ type fed struct {
 
 func newFed(t *testing.T, blocks []partition.Block, cfg Config) *fed {
 	t.Helper()
+	return newFedScheme(t, blocks, cfg, seal.Plaintext{Len: 64})
+}
+
+// testSecret is the federation secret of the test federations.
+var testSecret = secret.FromSeed(7)
+
+func newFedScheme(t *testing.T, blocks []partition.Block, cfg Config, scheme seal.Scheme) *fed {
+	t.Helper()
 	cfg.Clients = len(blocks)
-	sec := secret.FromSeed(7)
-	scheme := seal.Plaintext{Len: 64}
 	c, err := NewCoordinator(cfg, scheme)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mem, err := NewMemory(len(blocks), func(k int) (*Participant, error) {
-		return NewParticipant(&blocks[k], sec, seal.PlainKey{S: scheme})
+		key, err := seal.NewKeyFor(scheme, testSecret.Derive(seal.KeyPurpose))
+		if err != nil {
+			return nil, err
+		}
+		return NewParticipant(&blocks[k], testSecret, key)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -15,13 +15,14 @@ type Kind string
 // Message kinds, coordinator -> participant.
 const (
 	KindSetup     Kind = "setup"      // layout and constants after alignment
-	KindNorms     Kind = "norms"      // summed sealed squared norms, masked
-	KindRefresh   Kind = "refresh"    // sealed dual values, masked: send hat_w
+	KindNorms     Kind = "norms"      // summed sealed squared norms of the client's samples
+	KindRefresh   Kind = "refresh"    // sealed dual values of the client's samples: send hat_w
 	KindStep      Kind = "step"       // run the local dual method
-	KindDirection Kind = "direction"  // summed sealed direction, masked
+	KindDirection Kind = "direction"  // summed sealed direction on the client's samples
 	KindWeights   Kind = "weights"    // step size and w on the client's features
 	KindTrial     Kind = "trial"      // the round's primal direction u on the client's features
-	KindIP        Kind = "ip"         // summed sealed inner products, masked
+	KindIP        Kind = "ip"         // summed sealed inner products of the client's samples
+	KindApply     Kind = "apply"      // seal gamma times the direction for the reported groups
 	KindDone      Kind = "done"       // training finished
 	KindError     Kind = "error"      // a typed error for the receiver
 	KindHello     Kind = "hello"      // participant registers its block
@@ -31,6 +32,7 @@ const (
 	KindDirPart   Kind = "dir-part"   // the block's share of dw and the conjugate change
 	KindIPPart    Kind = "ip-part"    // sealed inner products of the block's rows
 	KindMetrics   Kind = "metrics"    // loss and accuracy sums of labelled samples
+	KindApplied   Kind = "applied"    // sealed dual update gamma*d of the reported groups
 )
 
 // Message is one protocol message. Exactly the fields of its Kind are set.

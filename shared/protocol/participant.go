@@ -111,6 +111,8 @@ func (p *Participant) Handle(m Message) ([]Message, error) {
 		return p.onIP(m)
 	case KindTrial:
 		return p.onTrial(m)
+	case KindApply:
+		return p.onApply(m)
 	case KindDone:
 		return nil, nil
 	case KindError:
@@ -368,7 +370,9 @@ func (p *Participant) onWeights(m Message) ([]Message, error) {
 	}
 	if m.Applied && p.pending != nil {
 		for i, d := range p.pending {
-			p.alpha[i] += m.Gamma * d
+			// The very numbers the group's reporter sealed for the
+			// server's copy (onApply): both copies stay equal.
+			p.alpha[i] += seal.Quantize(m.Gamma * d)
 		}
 		if p.trial != nil {
 			for i, t := range p.trial {
@@ -390,6 +394,32 @@ func (p *Participant) onWeights(m Message) ([]Message, error) {
 		return nil, fmt.Errorf("participant: inner products: %w", err)
 	}
 	return []Message{{Kind: KindIPPart, Round: m.Round, Sealed: v}}, nil
+}
+
+// onApply seals the dual update Quantize(gamma*d_n) of the training samples
+// of the groups this participant reports, for the server's sealed copy of
+// the dual values.
+func (p *Participant) onApply(m Message) ([]Message, error) {
+	if p.pending == nil {
+		return nil, fmt.Errorf("participant: apply for round %d without a direction", m.Round)
+	}
+	if math.IsNaN(m.Gamma) || m.Gamma <= 0 || m.Gamma > 1 {
+		return nil, fmt.Errorf("participant: apply: step %v outside (0, 1]", m.Gamma)
+	}
+	report := p.reportSet(m.Report)
+	var slots []int
+	var vals []float64
+	for _, i := range p.train {
+		if d := p.pending[i]; d != 0 && report[p.setup.Group[i]] {
+			slots = append(slots, p.setup.Slots[i])
+			vals = append(vals, seal.Quantize(m.Gamma*d))
+		}
+	}
+	v, err := seal.SealSlots(p.key, slots, vals)
+	if err != nil {
+		return nil, fmt.Errorf("participant: apply: %w", err)
+	}
+	return []Message{{Kind: KindApplied, Round: m.Round, Sealed: v}}, nil
 }
 
 // onTrial seals x_{k,n}.u_k for the round's primal direction u, so that
@@ -482,7 +512,7 @@ func (p *Participant) onIP(m Message) ([]Message, error) {
 			r.GridLoss[gi] += p.loss.Value(z, y)
 			a := p.alpha[i]
 			if p.pending != nil {
-				a += g * p.pending[i]
+				a += seal.Quantize(g * p.pending[i]) // what the step would add
 			}
 			r.GridConj[gi] += p.loss.Conj(a, y)
 		}

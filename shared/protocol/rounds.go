@@ -72,11 +72,7 @@ const fullIPEvery = 50
 
 func (c *Coordinator) refreshPhase(targets []int, then func()) {
 	for _, k := range targets {
-		v, err := seal.Restrict(c.scheme, c.alpha, c.clients[k].slots)
-		if err != nil {
-			c.fail(err)
-			return
-		}
+		v := seal.Restrict(c.scheme, c.alpha, c.clients[k].slots)
 		c.send(k, Message{Kind: KindRefresh, Round: c.round, Sealed: v})
 	}
 	c.await(PhaseRefresh, KindPrimal, targets, func(p *phaseState) {
@@ -173,11 +169,7 @@ func (c *Coordinator) hyfedStep() {
 		c.direction = d
 		report := c.reporters(targets)
 		for _, k := range targets {
-			v, err := seal.Restrict(c.scheme, d, c.clients[k].slots)
-			if err != nil {
-				c.fail(err)
-				return
-			}
+			v := seal.Restrict(c.scheme, d, c.clients[k].slots)
 			c.send(k, Message{Kind: KindDirection, Round: c.round, Sealed: v, Report: report[k]})
 		}
 		c.await(PhaseDirection, KindDirPart, targets, func(p *phaseState) {
@@ -247,27 +239,92 @@ func (c *Coordinator) trialPhase(u []float64, gammaD float64) {
 		partial = partial || len(p.dropped) > 0
 		c.await(PhaseMetrics, KindMetrics, got, func(p *phaseState) {
 			partial = partial || len(p.dropped) > 0
+			metrics := p.replies
+			finish := func(gi int) {
+				gamma := grid[gi]
+				c.cur.Gamma = gamma
+				c.record(metrics, gi, partial)
+				if partial {
+					c.needFullIP = true
+				}
+				for _, k := range c.eligible() {
+					c.send(k, Message{Kind: KindWeights, Round: c.round, Gamma: gamma, Applied: gamma > 0, W: c.onFeatures(k, c.w)})
+				}
+				c.nextRound()
+			}
 			gi := 0
 			if u != nil {
-				gi = c.chooseStep(grid, u, p.replies, partial)
+				gi = c.chooseStep(grid, u, metrics, partial)
 			}
-			gamma := grid[gi]
-			if gamma > 0 {
-				if err := c.apply(u, gamma); err != nil {
-					c.fail(err)
-					return
+			if grid[gi] == 0 {
+				finish(0)
+				return
+			}
+			c.applyPhase(u, grid[gi], func(applied bool) {
+				if !applied {
+					gi = 0
 				}
-			}
-			c.cur.Gamma = gamma
-			c.record(p.replies, gi, partial)
-			if partial {
-				c.needFullIP = true
-			}
-			for _, k := range c.eligible() {
-				c.send(k, Message{Kind: KindWeights, Round: c.round, Gamma: gamma, Applied: gamma > 0, W: c.onFeatures(k, c.w)})
-			}
-			c.nextRound()
+				finish(gi)
+			})
 		})
+	})
+}
+
+// applyPhase moves the dual values, the primal contributions and w by gamma
+// times the round's direction. The server cannot scale a ciphertext by a
+// real gamma exactly, so one holder of each updated group seals
+// Quantize(gamma*d_n) for the group's samples, the very numbers every holder
+// adds to its own copy. All or nothing: if a reporter is missing, nothing
+// moves and done gets false.
+func (c *Coordinator) applyPhase(u []float64, gamma float64, done func(applied bool)) {
+	el := map[int]bool{}
+	for _, k := range c.eligible() {
+		el[k] = true
+	}
+	report := map[int][]int{}
+	for _, gi := range c.updating {
+		found := false
+		for _, h := range c.groups[gi].holders {
+			if el[h] {
+				report[h] = append(report[h], c.clients[h].localGroup[gi])
+				found = true
+				break
+			}
+		}
+		if !found {
+			done(false)
+			return
+		}
+	}
+	targets := make([]int, 0, len(report))
+	for k := range report {
+		targets = append(targets, k)
+	}
+	sort.Ints(targets)
+	for _, k := range targets {
+		c.send(k, Message{Kind: KindApply, Round: c.round, Gamma: gamma, Report: report[k]})
+	}
+	c.await(PhaseApply, KindApplied, targets, func(p *phaseState) {
+		if len(p.dropped) > 0 {
+			done(false)
+			return
+		}
+		for _, k := range targets {
+			if err := seal.AddInto(c.scheme, c.alpha, p.replies[k].Sealed); err != nil {
+				c.fail(err)
+				return
+			}
+		}
+		for i, v := range u {
+			c.w[i] += gamma * v
+		}
+		for k, dw := range c.dirDW {
+			hw := c.clients[k].hatW
+			for j, v := range dw {
+				hw[j] += gamma * v
+			}
+		}
+		done(true)
 	})
 }
 
@@ -294,15 +351,13 @@ func candidateSteps(gammaD float64, search string) []float64 {
 // least half of the dual's best gain, so that the dual keeps its rate while
 // the model does not jump about.
 func (c *Coordinator) chooseStep(grid, u []float64, replies map[int]Message, partial bool) int {
-	if c.cfg.Search != SearchPrimal || partial {
-		return 1
-	}
 	n := float64(c.numTrain)
 	duals := make([]float64, len(grid))
 	primals := make([]float64, len(grid))
 	for gi, g := range grid {
 		loss, conj := 0.0, 0.0
-		for _, m := range replies {
+		for _, k := range sortedKeys(replies) { // a fixed order: same seed, same sums
+			m := replies[k]
 			loss += m.GridLoss[gi]
 			conj += m.GridConj[gi]
 		}
@@ -313,6 +368,15 @@ func (c *Coordinator) chooseStep(grid, u []float64, replies map[int]Message, par
 		}
 		duals[gi] = conj/n - c.cfg.Lambda/2*ww
 		primals[gi] = c.cfg.Lambda/2*ww + loss/n
+	}
+	// The dual values move by Quantize(gamma*d_n), not gamma*d_n: the
+	// reporters priced exactly that, and a step that would lower the dual
+	// by the rounding is not taken.
+	if duals[1] <= duals[0] {
+		return 0
+	}
+	if c.cfg.Search != SearchPrimal || partial {
+		return 1
 	}
 	floor := duals[0] + searchGain*(duals[1]-duals[0])
 	best := 1
@@ -326,28 +390,6 @@ func (c *Coordinator) chooseStep(grid, u []float64, replies map[int]Message, par
 
 // searchGain is the share of the best dual gain the primal search keeps.
 const searchGain = 0.5
-
-// apply moves the sealed dual values, the primal contributions and w by
-// gamma times the round's direction.
-func (c *Coordinator) apply(u []float64, gamma float64) error {
-	scaled, err := seal.Scale(c.scheme, c.direction, gamma)
-	if err != nil {
-		return err
-	}
-	if err := seal.AddInto(c.scheme, c.alpha, scaled); err != nil {
-		return err
-	}
-	for i, v := range u {
-		c.w[i] += gamma * v
-	}
-	for k, dw := range c.dirDW {
-		hw := c.clients[k].hatW
-		for j, v := range dw {
-			hw[j] += gamma * v
-		}
-	}
-	return nil
-}
 
 // paperStep is Algorithm 1 with Algorithm 5: active clients send
 // gamma*delta/|B_n|, the server adds them to the dual values and the active
@@ -498,17 +540,9 @@ func (c *Coordinator) returnSums(p *phaseState, grid []float64, withAlpha bool) 
 	c.phaseGrid = grid
 	for _, k := range got {
 		slots := c.clients[k].slots
-		v, err := seal.Restrict(c.scheme, sum, slots)
-		if err != nil {
-			c.fail(err)
-			return nil, false
-		}
-		m := Message{Kind: KindIP, Round: c.round, Sealed: v, Report: report[k], Grid: grid}
+		m := Message{Kind: KindIP, Round: c.round, Sealed: seal.Restrict(c.scheme, sum, slots), Report: report[k], Grid: grid}
 		if withAlpha {
-			if m.Alpha, err = seal.Restrict(c.scheme, c.alpha, slots); err != nil {
-				c.fail(err)
-				return nil, false
-			}
+			m.Alpha = seal.Restrict(c.scheme, c.alpha, slots)
 		}
 		c.send(k, m)
 	}

@@ -1,12 +1,17 @@
 package seal
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+)
 
 // Plaintext is the scheme that seals nothing: chunks carry their values in
 // the clear. It exists so that the protocol can be developed, tested and
 // compared without encryption; it gives the server no privacy at all.
 type Plaintext struct {
-	// Len is the chunk length; 0 means 4096.
+	// Len is the chunk length, a power of two; 0 means 4096, as BGV.
 	Len int
 }
 
@@ -57,37 +62,46 @@ func (p Plaintext) Clone(c Chunk) Chunk {
 	return &PlainChunk{V: append([]float64(nil), pc.V...)}
 }
 
-// Mask implements Scheme.
-func (p Plaintext) Mask(c Chunk, keep []int) (Chunk, error) {
+// WireSize implements Scheme: 8 bytes a slot and the header.
+func (p Plaintext) WireSize(c Chunk) int { return chunkHeader + 8*p.ChunkLen() }
+
+// plainID identifies the plaintext scheme on the wire.
+const plainID = 0
+
+// Marshal implements Scheme: the header of a BGV chunk with parameter id 0
+// and log2 of the chunk length, then the values as float64 bits.
+func (p Plaintext) Marshal(c Chunk) ([]byte, error) {
 	pc, err := p.chunk(c)
 	if err != nil {
 		return nil, err
 	}
-	out := &PlainChunk{V: make([]float64, len(pc.V))}
-	for _, o := range keep {
-		if o < 0 || o >= len(pc.V) {
-			return nil, fmt.Errorf("plaintext: mask offset %d outside chunk", o)
+	out := make([]byte, 0, p.WireSize(c))
+	out = append(out, 'h', 'c', 1, plainID, byte(bits.Len(uint(len(pc.V)))-1), 0, 1, 0)
+	for _, v := range pc.V {
+		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(v))
+	}
+	return out, nil
+}
+
+// Unmarshal implements Scheme; it refuses non-finite values.
+func (p Plaintext) Unmarshal(b []byte) (Chunk, error) {
+	n := p.ChunkLen()
+	if len(b) != chunkHeader+8*n {
+		return nil, fmt.Errorf("plaintext: chunk of %d bytes, want %d", len(b), chunkHeader+8*n)
+	}
+	if b[0] != 'h' || b[1] != 'c' || b[2] != 1 || b[3] != plainID || 1<<b[4] != n || b[5] != 0 || b[6] != 1 || b[7] != 0 {
+		return nil, fmt.Errorf("plaintext: chunk header % x does not match the plaintext scheme of %d slots", b[:chunkHeader], n)
+	}
+	out := &PlainChunk{V: make([]float64, n)}
+	for i := range out.V {
+		v := math.Float64frombits(binary.LittleEndian.Uint64(b[chunkHeader+8*i:]))
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("plaintext: slot %d holds %v, not a finite number", i, v)
 		}
-		out.V[o] = pc.V[o]
+		out.V[i] = v
 	}
 	return out, nil
 }
-
-// MulConst implements Scheme.
-func (p Plaintext) MulConst(c Chunk, g float64) (Chunk, error) {
-	pc, err := p.chunk(c)
-	if err != nil {
-		return nil, err
-	}
-	out := &PlainChunk{V: make([]float64, len(pc.V))}
-	for i, v := range pc.V {
-		out.V[i] = g * v
-	}
-	return out, nil
-}
-
-// WireSize implements Scheme: 8 bytes a slot.
-func (p Plaintext) WireSize(c Chunk) int { return 8 * p.ChunkLen() }
 
 // PlainKey is the Plaintext scheme's key.
 type PlainKey struct{ S Plaintext }
@@ -100,7 +114,11 @@ func (k PlainKey) Seal(vals []float64) (Chunk, error) {
 	if len(vals) != k.S.ChunkLen() {
 		return nil, fmt.Errorf("plaintext: seal %d values, want %d", len(vals), k.S.ChunkLen())
 	}
-	return &PlainChunk{V: append([]float64(nil), vals...)}, nil
+	out := &PlainChunk{V: make([]float64, len(vals))}
+	for i, v := range vals {
+		out.V[i] = Quantize(v) // the grid BGV carries: same sums, bit for bit
+	}
+	return out, nil
 }
 
 // Open implements Key.

@@ -5,13 +5,23 @@
 // Values live in slots of a federation-wide layout (one slot per sample);
 // slots are grouped in chunks of ChunkLen, and a chunk is what a scheme
 // seals: one ciphertext in a homomorphic scheme. The server only adds sealed
-// chunks, masks them down to the slots a client may see, and scales them by
-// public constants; the key to open them never leaves the participants.
+// chunks and forwards them; the key to open them never leaves the
+// participants. The layout gives every chunk to the samples of one holder set
+// (PadLayout), so a client is only ever sent chunks whose every slot is a
+// sample it holds.
+//
+// Every sealed value is a fixed-point number, a multiple of 2^-FracBits:
+// sums of such values are exact in the homomorphic scheme and in float64
+// alike, so an encrypted federation computes bit for bit what the plaintext
+// one does.
 package seal
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 )
 
@@ -27,14 +37,28 @@ type Scheme interface {
 	Add(dst, src Chunk) error
 	// Clone returns an independent copy.
 	Clone(c Chunk) Chunk
-	// Mask returns a chunk that keeps only the given slot offsets (0 <=
-	// off < ChunkLen) and carries nothing decryptable about the others.
-	Mask(c Chunk, keep []int) (Chunk, error)
-	// MulConst returns c scaled by the public constant g.
-	MulConst(c Chunk, g float64) (Chunk, error)
 	// WireSize is the number of bytes the chunk takes on the wire.
 	WireSize(c Chunk) int
+	// Marshal encodes a chunk for the wire.
+	Marshal(c Chunk) ([]byte, error)
+	// Unmarshal decodes and validates a chunk; it returns an error, never
+	// panics, on malformed or mismatched input.
+	Unmarshal(b []byte) (Chunk, error)
 }
+
+// FracBits is the fixed-point resolution of sealed values.
+const FracBits = 28
+
+// MaxAbs bounds the magnitude of one sealed value; sums of four stay
+// within the schemes' exact range (2^17). Squared row norms are the largest
+// values sealed: scale features so that they stay below it.
+const MaxAbs = 1 << 15
+
+const fixedOne = 1 << FracBits
+
+// Quantize rounds v to the fixed-point grid of sealed values. Participants
+// apply it to whatever they will compare with a sealed sum.
+func Quantize(v float64) float64 { return math.Round(v*fixedOne) / fixedOne }
 
 // Key seals and opens chunks; only participants hold one.
 type Key interface {
@@ -68,123 +92,260 @@ func (v Vec) Indexes() []int {
 	return out
 }
 
-// SealSlots seals vals[i] into slot slots[i]; slots not named are zero. It
-// refuses non-finite values, which no scheme can carry.
+// SealSlots seals vals[i], quantized, into slot slots[i]; slots not named
+// are zero, chunks without a named slot are left out. It refuses non-finite
+// values and values beyond MaxAbs, which no scheme can carry exactly.
 func SealSlots(k Key, slots []int, vals []float64) (Vec, error) {
 	if len(slots) != len(vals) {
 		return nil, fmt.Errorf("seal: %d slots but %d values", len(slots), len(vals))
 	}
 	cl := k.Scheme().ChunkLen()
-	plain := map[int][]float64{}
+	lo, hi, err := chunkRange(slots, cl)
+	if err != nil || hi < lo {
+		return Vec{}, err
+	}
+	// A participant's slots lie in a few neighbouring chunks: index the
+	// buffers by chunk rather than hashing every slot; chunk lengths are
+	// powers of two, so shifts do what divisions would (a third of the
+	// time here).
+	shift, mask := chunkBits(cl)
+	plain := make([][]float64, hi-lo+1)
 	for i, s := range slots {
-		if s < 0 {
-			return nil, fmt.Errorf("seal: negative slot %d", s)
+		v := vals[i]
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("seal: slot %d: value %v is not finite", s, v)
 		}
-		if math.IsNaN(vals[i]) || math.IsInf(vals[i], 0) {
-			return nil, fmt.Errorf("seal: slot %d: value %v is not finite", s, vals[i])
+		if math.Abs(v) > MaxAbs {
+			return nil, fmt.Errorf("seal: slot %d: value %g is beyond the sealable range ±%d", s, v, MaxAbs)
 		}
-		ci := s / cl
-		p := plain[ci]
+		j := s>>shift - lo
+		p := plain[j]
 		if p == nil {
 			p = make([]float64, cl)
-			plain[ci] = p
+			plain[j] = p
 		}
-		p[s%cl] += vals[i]
+		p[s&mask] += v
 	}
-	out := make(Vec, len(plain))
-	for ci, p := range plain {
-		c, err := k.Seal(p)
-		if err != nil {
-			return nil, fmt.Errorf("seal: chunk %d: %w", ci, err)
+	out := Vec{}
+	for j, p := range plain {
+		if p == nil {
+			continue
 		}
-		out[ci] = c
+		c, err := k.Seal(p) // keys quantize
+		if err != nil {
+			return nil, fmt.Errorf("seal: chunk %d: %w", lo+j, err)
+		}
+		out[lo+j] = c
 	}
 	return out, nil
+}
+
+// chunkBits returns the shift and mask that split a slot into chunk and
+// offset for a power-of-two chunk length.
+func chunkBits(cl int) (shift uint, mask int) {
+	if cl <= 0 || cl&(cl-1) != 0 {
+		panic(fmt.Sprintf("seal: chunk length %d is not a power of two", cl))
+	}
+	return uint(bits.TrailingZeros(uint(cl))), cl - 1
+}
+
+// chunkRange returns the first and last chunk the slots touch.
+func chunkRange(slots []int, cl int) (lo, hi int, err error) {
+	lo, hi = math.MaxInt, -1
+	for _, s := range slots {
+		if s < 0 {
+			return 0, -1, fmt.Errorf("seal: negative slot %d", s)
+		}
+		lo, hi = min(lo, s/cl), max(hi, s/cl)
+	}
+	return lo, hi, nil
 }
 
 // OpenSlots opens the values in the given slots of v.
 func OpenSlots(k Key, v Vec, slots []int) ([]float64, error) {
 	cl := k.Scheme().ChunkLen()
-	opened := map[int][]float64{}
 	out := make([]float64, len(slots))
+	lo, hi, err := chunkRange(slots, cl)
+	if err != nil || hi < lo {
+		return out, err
+	}
+	shift, mask := chunkBits(cl)
+	opened := make([][]float64, hi-lo+1)
+	done := make([]bool, hi-lo+1)
 	for i, s := range slots {
-		ci := s / cl
-		vals, ok := opened[ci]
-		if !ok {
-			c, present := v[ci]
-			if present {
-				var err error
-				if vals, err = k.Open(c); err != nil {
-					return nil, fmt.Errorf("seal: open chunk %d: %w", ci, err)
+		j := s>>shift - lo
+		if !done[j] {
+			done[j] = true
+			if c, ok := v[lo+j]; ok {
+				if opened[j], err = k.Open(c); err != nil {
+					return nil, fmt.Errorf("seal: open chunk %d: %w", lo+j, err)
 				}
 			}
-			opened[ci] = vals
 		}
-		if vals != nil {
-			out[i] = vals[s%cl]
+		if vals := opened[j]; vals != nil {
+			out[i] = vals[s&mask]
 		}
 	}
 	return out, nil
 }
 
-// AddInto sets dst = dst + src chunk by chunk, cloning chunks that dst does
-// not have yet so that src stays independent.
+// AddInto sets dst = dst + src chunk by chunk. It never changes a chunk in
+// place: a chunk of dst that receives a sum is replaced by a new one, so
+// chunks already handed out (Restrict) keep their values, and src stays
+// independent of dst.
 func AddInto(s Scheme, dst, src Vec) error {
 	for ci, c := range src {
-		if d, ok := dst[ci]; ok {
-			if err := s.Add(d, c); err != nil {
-				return fmt.Errorf("seal: add chunk %d: %w", ci, err)
-			}
+		d, ok := dst[ci]
+		if !ok {
+			dst[ci] = s.Clone(c)
 			continue
 		}
-		dst[ci] = s.Clone(c)
+		n := s.Clone(d)
+		if err := s.Add(n, c); err != nil {
+			return fmt.Errorf("seal: add chunk %d: %w", ci, err)
+		}
+		dst[ci] = n
 	}
 	return nil
 }
 
-// Sum returns the sum of the vectors.
+// Sum returns the sum of the vectors. It consumes them: their chunks may
+// become the sum's, so the caller must own them (received messages do).
 func Sum(s Scheme, vs ...Vec) (Vec, error) {
 	out := Vec{}
 	for _, v := range vs {
-		if err := AddInto(s, out, v); err != nil {
-			return nil, err
+		for ci, c := range v {
+			d, ok := out[ci]
+			if !ok {
+				out[ci] = c
+				continue
+			}
+			if err := s.Add(d, c); err != nil {
+				return nil, fmt.Errorf("seal: add chunk %d: %w", ci, err)
+			}
 		}
 	}
 	return out, nil
 }
 
 // Restrict returns the part of v a client holding the given slots may see:
-// only chunks that cover its slots, masked to those slots.
-func Restrict(s Scheme, v Vec, slots []int) (Vec, error) {
+// the chunks that cover its slots, shared with v (treat both as read-only
+// while the result is in flight). Under PadLayout those chunks carry nothing
+// but samples the client holds.
+func Restrict(s Scheme, v Vec, slots []int) Vec {
 	cl := s.ChunkLen()
-	keep := map[int][]int{}
+	out := Vec{}
 	for _, sl := range slots {
-		keep[sl/cl] = append(keep[sl/cl], sl%cl)
-	}
-	out := make(Vec, len(keep))
-	for ci, offs := range keep {
-		c, ok := v[ci]
-		if !ok {
+		ci := sl / cl
+		if _, done := out[ci]; done {
 			continue
 		}
-		m, err := s.Mask(c, offs)
-		if err != nil {
-			return nil, fmt.Errorf("seal: mask chunk %d: %w", ci, err)
+		if c, ok := v[ci]; ok {
+			out[ci] = c
 		}
-		out[ci] = m
+	}
+	return out
+}
+
+// PadLayout lays out sample groups of the given sizes, each starting on a
+// chunk boundary, and returns each group's first slot and the total number
+// of slots. Chunks then never mix samples of different holder sets, so no
+// client can open another's values: no homomorphic masking (which would cost
+// a ciphertext level) is needed, at the price of the padding slots.
+func PadLayout(chunkLen int, sizes []int) (starts []int, total int) {
+	starts = make([]int, len(sizes))
+	for i, n := range sizes {
+		starts[i] = total
+		total += (n + chunkLen - 1) / chunkLen * chunkLen
+	}
+	return starts, total
+}
+
+// MarshalVec encodes a sealed vector: "hv", version 1, the chunk count, then
+// for each chunk in ascending index order its index, byte length and bytes
+// (all counts uint32 little endian).
+func MarshalVec(s Scheme, v Vec) ([]byte, error) {
+	out := []byte{'h', 'v', 1}
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(v)))
+	for _, ci := range v.Indexes() {
+		b, err := s.Marshal(v[ci])
+		if err != nil {
+			return nil, fmt.Errorf("seal: chunk %d: %w", ci, err)
+		}
+		out = binary.LittleEndian.AppendUint32(out, uint32(ci))
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(b)))
+		out = append(out, b...)
 	}
 	return out, nil
 }
 
-// Scale returns g*v.
-func Scale(s Scheme, v Vec, g float64) (Vec, error) {
-	out := make(Vec, len(v))
-	for ci, c := range v {
-		m, err := s.MulConst(c, g)
-		if err != nil {
-			return nil, fmt.Errorf("seal: scale chunk %d: %w", ci, err)
+// UnmarshalVec decodes a sealed vector of at most maxChunks chunks, each
+// index below maxChunks, indexes strictly ascending.
+func UnmarshalVec(s Scheme, b []byte, maxChunks int) (Vec, error) {
+	if len(b) < 7 || b[0] != 'h' || b[1] != 'v' {
+		return nil, errors.New("seal: sealed vector does not start with the magic \"hv\"")
+	}
+	if b[2] != 1 {
+		return nil, fmt.Errorf("seal: sealed vector format version %d, want 1", b[2])
+	}
+	n := binary.LittleEndian.Uint32(b[3:])
+	if int64(n) > int64(maxChunks) {
+		return nil, fmt.Errorf("seal: sealed vector of %d chunks, at most %d allowed", n, maxChunks)
+	}
+	b = b[7:]
+	out := make(Vec, n)
+	last := -1
+	for i := 0; i < int(n); i++ {
+		if len(b) < 8 {
+			return nil, fmt.Errorf("seal: sealed vector ends inside the header of chunk %d", i)
 		}
-		out[ci] = m
+		ci := binary.LittleEndian.Uint32(b)
+		size := binary.LittleEndian.Uint32(b[4:])
+		b = b[8:]
+		if int64(ci) >= int64(maxChunks) || int(ci) <= last {
+			return nil, fmt.Errorf("seal: chunk index %d out of order or beyond %d", ci, maxChunks)
+		}
+		if uint64(size) > uint64(len(b)) {
+			return nil, fmt.Errorf("seal: chunk %d claims %d bytes, %d left", ci, size, len(b))
+		}
+		c, err := s.Unmarshal(b[:size])
+		if err != nil {
+			return nil, fmt.Errorf("seal: chunk %d: %w", ci, err)
+		}
+		out[int(ci)] = c
+		last = int(ci)
+		b = b[size:]
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("seal: %d bytes after the last chunk", len(b))
 	}
 	return out, nil
+}
+
+// KeyPurpose is the label under which a federation secret derives the seed
+// of the homomorphic secret key (secret.Secret.Derive).
+const KeyPurpose = "hyfed homomorphic secret key v1"
+
+// NewKeyFor returns a key of scheme s from a 32-byte seed: a BGV secret key
+// derived from it, or the plaintext scheme's key (which ignores it).
+func NewKeyFor(s Scheme, seed [32]byte) (Key, error) {
+	switch s := s.(type) {
+	case *BGV:
+		return s.NewKey(seed)
+	case Plaintext:
+		return PlainKey{S: s}, nil
+	}
+	return nil, fmt.Errorf("seal: no keys for scheme %s", s.Name())
+}
+
+// ByName returns the scheme "bgv" (homomorphic, the default) or
+// "plaintext" (no privacy; for comparisons).
+func ByName(name string) (Scheme, error) {
+	switch name {
+	case "bgv", "":
+		return NewBGV()
+	case "plaintext":
+		return Plaintext{}, nil
+	}
+	return nil, fmt.Errorf("seal: unknown scheme %q (want bgv or plaintext)", name)
 }

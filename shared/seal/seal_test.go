@@ -1,64 +1,313 @@
 package seal
 
 import (
+	"bytes"
 	"math"
+	mrand "math/rand/v2"
 	"testing"
+
+	"github.com/tuneinsight/lattigo/v5/core/rlwe"
+	"github.com/tuneinsight/lattigo/v5/schemes/bgv"
 )
 
-func TestSealSumRestrictScale(t *testing.T) {
-	s := Plaintext{Len: 4}
-	k := PlainKey{S: s}
-	a, err := SealSlots(k, []int{0, 5, 9}, []float64{1, 2, 3})
+// schemes returns both schemes with a key each, for table-driven tests.
+func schemes(t testing.TB) []struct {
+	name string
+	s    Scheme
+	k    Key
+} {
+	t.Helper()
+	b, err := NewBGV()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := SealSlots(k, []int{5, 6}, []float64{10, 20})
-	sum, err := Sum(s, a, b)
+	bk, err := b.NewKey([32]byte{1, 2, 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := OpenSlots(k, sum, []int{0, 5, 6, 9, 11})
-	want := []float64{1, 12, 20, 3, 0}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("sum slot %d = %v, want %v", i, got[i], want[i])
-		}
-	}
-	// Adding into sum must not have changed a.
-	if v, _ := OpenSlots(k, a, []int{5}); v[0] != 2 {
-		t.Fatal("Sum changed an input")
-	}
-	// A client holding slots 5 and 9 sees nothing of slots 0 and 6.
-	r, _ := Restrict(s, sum, []int{5, 9})
-	for ci, c := range r {
-		vals, _ := k.Open(c)
-		for off, v := range vals {
-			slot := ci*4 + off
-			if slot != 5 && slot != 9 && v != 0 {
-				t.Fatalf("restricted vector leaks slot %d = %v", slot, v)
+	p := Plaintext{}
+	return []struct {
+		name string
+		s    Scheme
+		k    Key
+	}{{"plaintext", p, PlainKey{S: p}}, {"bgv", b, bk}}
+}
+
+func TestSealSumRestrict(t *testing.T) {
+	for _, sc := range schemes(t) {
+		t.Run(sc.name, func(t *testing.T) {
+			s, k := sc.s, sc.k
+			cl := s.ChunkLen()
+			a, err := SealSlots(k, []int{0, 5, cl + 9}, []float64{1, -2.25, 3})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
+			b, _ := SealSlots(k, []int{5, 6}, []float64{10, 20})
+			sum, err := Sum(s, a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := OpenSlots(k, sum, []int{0, 5, 6, cl + 9, 11, 2*cl + 1})
+			want := []float64{1, 7.75, 20, 3, 0, 0}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("sum slot %d = %v, want %v", i, got[i], want[i])
+				}
+			}
+			// Restrict hands out the covering chunks only.
+			r := Restrict(s, sum, []int{cl + 9})
+			if len(r) != 1 || r[1] == nil {
+				t.Fatalf("restricted to chunks %v, want [1]", r.Indexes())
+			}
+			// AddInto must leave chunks already handed out alone.
+			c, _ := SealSlots(k, []int{cl + 9}, []float64{1})
+			if err := AddInto(s, sum, c); err != nil {
+				t.Fatal(err)
+			}
+			if v, _ := OpenSlots(k, r, []int{cl + 9}); v[0] != 3 {
+				t.Fatal("AddInto changed a chunk handed out before")
+			}
+			if v, _ := OpenSlots(k, sum, []int{cl + 9}); v[0] != 4 {
+				t.Fatalf("AddInto: %v, want 4", v[0])
+			}
+		})
 	}
-	sc, _ := Scale(s, r, 0.5)
-	if v, _ := OpenSlots(k, sc, []int{5, 9}); v[0] != 6 || v[1] != 1.5 {
-		t.Fatalf("scaled %v", v)
+}
+
+// TestFixedPointExact: sums of sealed values equal, bit for bit, the float64
+// sums of the quantized values, in every scheme; that is what keeps an
+// encrypted federation on the plaintext one's path.
+func TestFixedPointExact(t *testing.T) {
+	vals := [][]float64{{0.1, -1.0 / 3, 1e-11, 12345.678}, {math.Pi, -math.E, 0.5, -MaxAbs}, {1e-9, 7, -7, MaxAbs}}
+	for _, sc := range schemes(t) {
+		t.Run(sc.name, func(t *testing.T) {
+			slots := []int{3, 100, 4095, 4096}
+			var parts []Vec
+			want := make([]float64, len(slots))
+			for _, v := range vals {
+				p, err := SealSlots(sc.k, slots, v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				parts = append(parts, p)
+				for i := range v {
+					want[i] += Quantize(v[i])
+				}
+			}
+			sum, err := Sum(sc.s, parts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := OpenSlots(sc.k, sum, slots)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("slot %d: %v, want exactly %v", slots[i], got[i], want[i])
+				}
+			}
+		})
 	}
 }
 
 func TestSealRefusesBadInput(t *testing.T) {
-	k := PlainKey{S: Plaintext{Len: 4}}
-	for _, v := range []float64{math.NaN(), math.Inf(1)} {
-		if _, err := SealSlots(k, []int{1}, []float64{v}); err == nil {
-			t.Errorf("sealed %v", v)
-		}
-	}
-	if _, err := SealSlots(k, []int{1, 2}, []float64{1}); err == nil {
-		t.Error("sealed mismatched slots")
-	}
-	if _, err := SealSlots(k, []int{-1}, []float64{1}); err == nil {
-		t.Error("sealed a negative slot")
+	for _, sc := range schemes(t) {
+		t.Run(sc.name, func(t *testing.T) {
+			k := sc.k
+			for _, v := range []float64{math.NaN(), math.Inf(1), 2 * MaxAbs} {
+				if _, err := SealSlots(k, []int{1}, []float64{v}); err == nil {
+					t.Errorf("sealed %v", v)
+				}
+			}
+			if _, err := SealSlots(k, []int{1, 2}, []float64{1}); err == nil {
+				t.Error("sealed mismatched slots")
+			}
+			if _, err := SealSlots(k, []int{-1}, []float64{1}); err == nil {
+				t.Error("sealed a negative slot")
+			}
+			if _, err := k.Seal(make([]float64, 3)); err == nil {
+				t.Error("sealed a short chunk")
+			}
+		})
 	}
 	if err := (Plaintext{Len: 4}).Add(&PlainChunk{V: make([]float64, 3)}, &PlainChunk{V: make([]float64, 4)}); err == nil {
 		t.Error("added chunks of different lengths")
+	}
+}
+
+func TestBGVKeys(t *testing.T) {
+	s, err := NewBGV()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k1, _ := s.NewKey([32]byte{7})
+	k2, _ := s.NewKey([32]byte{7}) // another participant of the same federation
+	other, _ := s.NewKey([32]byte{8})
+	v, err := SealSlots(k1, []int{0, 1}, []float64{0.25, -3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := OpenSlots(k2, v, []int{0, 1})
+	if got[0] != 0.25 || got[1] != -3 {
+		t.Fatalf("same secret opens %v", got)
+	}
+	bad, _ := OpenSlots(other, v, []int{0, 1})
+	if math.Abs(bad[0]-0.25) < 1 && math.Abs(bad[1]+3) < 1 {
+		t.Fatalf("another secret opened %v", bad)
+	}
+	// Every ciphertext has its own seed, even for equal values.
+	a, _ := k1.Seal(make([]float64, s.ChunkLen()))
+	b, _ := k1.Seal(make([]float64, s.ChunkLen()))
+	if bytes.Equal(a.(*Cipher).seed, b.(*Cipher).seed) {
+		t.Fatal("two ciphertexts share a seed")
+	}
+}
+
+func TestWireRoundTrip(t *testing.T) {
+	for _, sc := range schemes(t) {
+		t.Run(sc.name, func(t *testing.T) {
+			s, k := sc.s, sc.k
+			cl := s.ChunkLen()
+			fresh, _ := SealSlots(k, []int{1, cl + 2}, []float64{0.5, -4})
+			summed, _ := SealSlots(k, []int{1, cl + 2}, []float64{0.5, -4})
+			more, _ := SealSlots(k, []int{1}, []float64{1})
+			summed, _ = Sum(s, summed, more) // no longer seedable
+			for name, v := range map[string]Vec{"fresh": fresh, "summed": summed} {
+				b, err := MarshalVec(s, v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				size := 7
+				for _, c := range v {
+					size += 8 + s.WireSize(c)
+				}
+				if len(b) != size {
+					t.Errorf("%s: %d bytes, WireSize says %d", name, len(b), size)
+				}
+				back, err := UnmarshalVec(s, b, 4)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				got, _ := OpenSlots(k, back, []int{1, cl + 2})
+				want, _ := OpenSlots(k, v, []int{1, cl + 2})
+				if got[0] != want[0] || got[1] != want[1] {
+					t.Fatalf("%s: decoded %v, want %v", name, got, want)
+				}
+			}
+			fb, _ := s.Marshal(fresh[0])
+			sb, _ := s.Marshal(summed[0])
+			if sc.name == "bgv" && len(fb) >= len(sb) {
+				t.Errorf("fresh chunk %d bytes, summed %d: the seed should halve it", len(fb), len(sb))
+			}
+		})
+	}
+}
+
+func TestUnmarshalRefuses(t *testing.T) {
+	s, _ := NewBGV()
+	k, _ := s.NewKey([32]byte{1})
+	c, _ := k.Seal(make([]float64, s.ChunkLen()))
+	good, _ := s.Marshal(c)
+	q0 := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	cases := map[string][]byte{
+		"empty":       nil,
+		"magic":       append([]byte("xx"), good[2:]...),
+		"version":     patch(good, 2, 9),
+		"param id":    patch(good, 3, 0),
+		"ring degree": patch(good, 4, 13),
+		"level":       patch(good, 5, 1),
+		"elements":    patch(good, 6, 3),
+		"flags":       patch(good, 7, 4),
+		"short":       good[:len(good)-1],
+		"long":        append(append([]byte(nil), good...), 0),
+		"coefficient": append(append([]byte(nil), good[:chunkHeader+seedLen]...), append(q0, good[chunkHeader+seedLen+8:]...)...),
+	}
+	for name, b := range cases {
+		if _, err := s.Unmarshal(b); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	p := Plaintext{Len: 4}
+	pb, _ := p.Marshal(&PlainChunk{V: []float64{1, 2, 3, 4}})
+	nan := append([]byte(nil), pb...)
+	copy(nan[chunkHeader:], []byte{1, 0, 0, 0, 0, 0, 0xf8, 0x7f})
+	if _, err := p.Unmarshal(nan); err == nil {
+		t.Error("plaintext chunk with NaN accepted")
+	}
+	if _, err := s.Unmarshal(pb); err == nil {
+		t.Error("BGV accepted a plaintext chunk")
+	}
+	v, _ := MarshalVec(s, Vec{3: c})
+	if _, err := UnmarshalVec(s, v, 3); err == nil {
+		t.Error("chunk index beyond the layout accepted")
+	}
+}
+
+func patch(b []byte, i int, v byte) []byte {
+	out := append([]byte(nil), b...)
+	out[i] = v
+	return out
+}
+
+func TestPadLayout(t *testing.T) {
+	starts, total := PadLayout(4, []int{3, 4, 5, 1})
+	want := []int{0, 4, 8, 16}
+	for i := range want {
+		if starts[i] != want[i] {
+			t.Fatalf("starts %v, want %v", starts, want)
+		}
+	}
+	if total != 20 {
+		t.Fatalf("total %d, want 20", total)
+	}
+}
+
+// TestBGVIsLattigoBGV: what BGVKey seals, Lattigo's own BGV decryptor and
+// encoder open, so the hand-written encryption is the scheme's.
+func TestBGVIsLattigoBGV(t *testing.T) {
+	s, _ := NewBGV()
+	k, _ := s.NewKey([32]byte{9})
+	vals := make([]float64, s.ChunkLen())
+	for i := range vals {
+		vals[i] = Quantize(float64(i%13-6) * 1.37)
+	}
+	c, err := k.Seal(vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := rlwe.NewDecryptor(s.params, k.sk)
+	pt := bgv.NewPlaintext(s.params, s.params.MaxLevel())
+	pt.IsBatched = false
+	dec.Decrypt(c.(*Cipher).ct, pt)
+	got := make([]int64, s.ChunkLen())
+	if err := bgv.NewEncoder(s.params).Decode(pt, got); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range vals {
+		if float64(got[i])/fixedOne != v {
+			t.Fatalf("slot %d: Lattigo opens %v, sealed %v", i, float64(got[i])/fixedOne, v)
+		}
+	}
+}
+
+// TestNoiseDistribution: the encryption noise has the spread the security
+// level assumes (standard deviation at least 3.2) and stays small enough for
+// the decryption margin.
+func TestNoiseDistribution(t *testing.T) {
+	r := mrand.NewChaCha8([32]byte{3})
+	const n = 200000
+	sum, sq := 0.0, 0.0
+	for i := 0; i < n; i++ {
+		v := float64(noiseSample(r))
+		if math.Abs(v) > 21 {
+			t.Fatalf("noise %v beyond 21", v)
+		}
+		sum += v
+		sq += v * v
+	}
+	mean, sd := sum/n, math.Sqrt(sq/n-(sum/n)*(sum/n))
+	if math.Abs(mean) > 0.05 || sd < 3.2 || sd > 3.3 {
+		t.Fatalf("noise mean %.3f, sd %.3f: want 0 and 3.24", mean, sd)
 	}
 }

@@ -1,0 +1,155 @@
+package protocol
+
+import (
+	"math"
+	"sync"
+	"testing"
+
+	"github.com/hyfed/hyfed/shared/seal"
+)
+
+func bgvScheme(t *testing.T) *seal.BGV {
+	t.Helper()
+	s, err := seal.NewBGV()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestEncryptedRunMatchesPlaintext: with BGV the federation computes bit for
+// bit what it computes in plaintext, round by round, whichever step rule,
+// with partial participation and a client that drops and returns (so that
+// the sealed dual values travel back through a refresh).
+func TestEncryptedRunMatchesPlaintext(t *testing.T) {
+	d := testData(240, 9, 21)
+	for _, step := range []string{StepHyFed, StepPaper} {
+		t.Run(step, func(t *testing.T) {
+			cfg := Config{Lambda: 1e-2, Step: step, Inner: 12, Fraction: 0.5, Rounds: 25, Seed: 5}
+			var hist [2][]RoundMetrics
+			for i, scheme := range []seal.Scheme{seal.Plaintext{Len: 64}, bgvScheme(t)} {
+				f := newFedScheme(t, gridBlocks(d, 2, 3), cfg, scheme)
+				f.mem.Hook = func() {
+					switch r := f.coord.Round(); {
+					case r >= 8 && r < 14 && f.mem.Connected(2):
+						f.mem.Drop(2)
+					case r >= 14 && !f.mem.Connected(2):
+						if err := f.mem.Join(2); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				hist[i] = f.run(t)
+			}
+			if len(hist[0]) != len(hist[1]) {
+				t.Fatalf("%d rounds in plaintext, %d encrypted", len(hist[0]), len(hist[1]))
+			}
+			refreshed := false
+			for r := range hist[0] {
+				p, e := hist[0][r], hist[1][r]
+				if !same(p.Primal, e.Primal) || !same(p.Dual, e.Dual) || p.Gamma != e.Gamma || p.Updated != e.Updated {
+					t.Fatalf("round %d: plaintext P=%v D=%v gamma=%v, encrypted P=%v D=%v gamma=%v",
+						p.Round, p.Primal, p.Dual, p.Gamma, e.Primal, e.Dual, e.Gamma)
+				}
+				refreshed = refreshed || e.Seconds[PhaseRefresh] > 0
+			}
+			if !refreshed {
+				t.Fatal("the scenario never refreshed a returning client")
+			}
+		})
+	}
+}
+
+func same(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
+
+// TestEncryptedTrafficHoldsNoSecrets records every message of an encrypted
+// run. Every sealed payload must be a BGV ciphertext; opened with the key
+// (which the server does not have) they give the dual values, updates,
+// inner products and norms that travelled. No plaintext field of any
+// message may carry one of those values or a data entry, and every
+// ciphertext a client receives must open to values of its own samples only.
+func TestEncryptedTrafficHoldsNoSecrets(t *testing.T) {
+	d := testData(200, 8, 12)
+	blocks := gridBlocks(d, 2, 2)
+	scheme := bgvScheme(t)
+	key, err := scheme.NewKey(testSecret.Derive(seal.KeyPurpose))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{StepHyFed, StepPaper} {
+		f := newFedScheme(t, blocks, Config{Lambda: 1e-2, Step: step, Inner: 10, Fraction: 0.7, Rounds: 15, Seed: 3}, scheme)
+		var mu sync.Mutex
+		secrets := map[float64]bool{} // every value that travelled sealed
+		type field struct {
+			kind Kind
+			name string
+			v    float64
+		}
+		var plain []field
+		for _, b := range blocks {
+			for i := 0; i < b.N(); i++ {
+				for j := range b.Features {
+					secrets[b.X.At(i, j)] = true
+				}
+			}
+		}
+		cipherChunks, openedForClients := 0, 0
+		f.mem.Observe = func(toServer bool, k int, m *Message) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, v := range []seal.Vec{m.Sealed, m.Alpha} {
+				for ci, c := range v {
+					if _, ok := c.(*seal.Cipher); !ok {
+						t.Fatalf("%s message carries a %T chunk, not a ciphertext", m.Kind, c)
+					}
+					cipherChunks++
+					vals, err := key.Open(c)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for off, x := range vals {
+						secrets[x] = true
+						if toServer {
+							continue
+						}
+						slot := ci*scheme.ChunkLen() + off
+						if x != 0 && !f.coord.clients[k].ownsSlot(slot) {
+							t.Fatalf("%s: client %d received a %s ciphertext that opens to slot %d, not its sample", step, k, m.Kind, slot)
+						}
+					}
+					if !toServer {
+						if !f.coord.clients[k].chunks[ci] {
+							t.Fatalf("%s: client %d received chunk %d holding none of its samples", step, k, ci)
+						}
+						openedForClients++
+					}
+				}
+			}
+			add := func(name string, vs ...float64) {
+				for _, v := range vs {
+					plain = append(plain, field{m.Kind, name, v})
+				}
+			}
+			add("W", m.W...)
+			add("HatW", m.HatW...)
+			add("DW", m.DW...)
+			add("DConj", m.DConj)
+			add("GridLoss", m.GridLoss...)
+			add("GridConj", m.GridConj...)
+			add("GroupStats", m.GroupStats...)
+			// Grid and Gamma are left out: step sizes the server picks
+			// itself (fractions like 1/2, which hinge dual values at
+			// their bounds share by coincidence).
+		}
+		f.run(t)
+		if cipherChunks == 0 || openedForClients == 0 {
+			t.Fatal("no ciphertexts observed")
+		}
+		delete(secrets, 0) // zeros are everywhere and say nothing
+		for _, p := range plain {
+			if secrets[p.v] {
+				t.Errorf("%s: plaintext field %s of a %s message carries %v, a value that travels only sealed", step, p.name, p.kind, p.v)
+			}
+		}
+	}
+}

@@ -1,0 +1,388 @@
+package seal
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	mrand "math/rand/v2"
+
+	"github.com/tuneinsight/lattigo/v5/core/rlwe"
+	"github.com/tuneinsight/lattigo/v5/ring"
+	"github.com/tuneinsight/lattigo/v5/schemes/bgv"
+	"github.com/tuneinsight/lattigo/v5/utils/sampling"
+)
+
+// The BGV parameter set (docs/encryption.md says why BGV and these sizes):
+// ring degree 2^12 and one 60-bit ciphertext prime q (128-bit security allows
+// up to 109 bits at this degree; additions need no second prime), plaintext
+// modulus t a 46-bit prime. Values are packed as polynomial coefficients (no
+// slot NTT is needed for additions) in the fixed point of FracBits: a sum of
+// sealed values is exact while |sum| < t/2^(FracBits+1) = 2^17. Decryption
+// is correct while the summed noise stays below q/(2t) = 2^13, that is for
+// sums of up to about 10^5 fresh ciphertexts per chunk (fresh noise has
+// standard deviation 3.24).
+const (
+	bgvLogN = 12
+	bgvQ    = 1152921504606830593 // 60 bits, 1 mod 2^13
+	bgvT    = 70368743669761      // 46 bits, 1 mod 2^13
+	// bgvID identifies the parameter set on the wire.
+	bgvID = 2
+)
+
+// BGV is the homomorphic scheme of hyfed: Lattigo v5 BGV with secret-key
+// encryption. The server holds only the public parameters; it adds
+// ciphertexts coefficient-wise and can neither open nor forge them.
+type BGV struct {
+	params bgv.Parameters
+}
+
+// NewBGV returns the scheme with hyfed's fixed parameters.
+func NewBGV() (*BGV, error) {
+	p, err := bgv.NewParametersFromLiteral(bgv.ParametersLiteral{
+		LogN:             bgvLogN,
+		Q:                []uint64{bgvQ},
+		PlaintextModulus: bgvT,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bgv: parameters: %w", err)
+	}
+	return &BGV{params: p}, nil
+}
+
+// Params returns the Lattigo parameters.
+func (s *BGV) Params() bgv.Parameters { return s.params }
+
+// Name implements Scheme.
+func (s *BGV) Name() string { return "bgv" }
+
+// ChunkLen implements Scheme: one value per ring coefficient.
+func (s *BGV) ChunkLen() int { return s.params.N() }
+
+// Cipher is a BGV chunk. A fresh ciphertext remembers the seed its uniform
+// part c1 was drawn from, so that it travels as c0 and 32 bytes.
+type Cipher struct {
+	ct   *rlwe.Ciphertext
+	seed []byte // nil once c1 is no longer the seed's expansion
+}
+
+func (s *BGV) cipher(c Chunk) (*Cipher, error) {
+	ct, ok := c.(*Cipher)
+	if !ok || ct == nil || ct.ct == nil {
+		return nil, fmt.Errorf("bgv: chunk of type %T", c)
+	}
+	if ct.ct.Degree() != 1 || ct.ct.Level() != s.params.MaxLevel() || ct.ct.Value[0].N() != s.params.N() {
+		return nil, fmt.Errorf("bgv: ciphertext of degree %d, level %d, ring degree %d does not match the parameters",
+			ct.ct.Degree(), ct.ct.Level(), ct.ct.Value[0].N())
+	}
+	return ct, nil
+}
+
+// Add implements Scheme.
+func (s *BGV) Add(dst, src Chunk) error {
+	d, err := s.cipher(dst)
+	if err != nil {
+		return err
+	}
+	a, err := s.cipher(src)
+	if err != nil {
+		return err
+	}
+	// Ring additions need no evaluator buffers, so this is safe for
+	// concurrent use on distinct chunks.
+	rq := s.params.RingQ().AtLevel(d.ct.Level())
+	rq.Add(d.ct.Value[0], a.ct.Value[0], d.ct.Value[0])
+	rq.Add(d.ct.Value[1], a.ct.Value[1], d.ct.Value[1])
+	d.seed = nil
+	return nil
+}
+
+// Clone implements Scheme.
+func (s *BGV) Clone(c Chunk) Chunk {
+	ct := c.(*Cipher)
+	out := &Cipher{ct: ct.ct.CopyNew()}
+	if ct.seed != nil {
+		out.seed = append([]byte(nil), ct.seed...)
+	}
+	return out
+}
+
+// WireSize implements Scheme.
+func (s *BGV) WireSize(c Chunk) int {
+	ct, ok := c.(*Cipher)
+	if !ok || ct == nil {
+		return 0
+	}
+	return s.wireLen(ct.seed != nil)
+}
+
+func (s *BGV) wireLen(seeded bool) int {
+	poly := (s.params.MaxLevel() + 1) * s.params.N() * 8
+	if seeded {
+		return chunkHeader + seedLen + poly
+	}
+	return chunkHeader + 2*poly
+}
+
+const (
+	chunkHeader = 8
+	seedLen     = 32
+	flagSeeded  = 1
+)
+
+// Marshal implements Scheme. The layout (little endian):
+//
+//	"hc" version=1 param-id log2(N) level elements=2 flags
+//	[32-byte seed of c1 if flags&1] c0 [c1 unless seeded]
+//
+// with every coefficient as a uint64 below its prime.
+func (s *BGV) Marshal(c Chunk) ([]byte, error) {
+	ct, err := s.cipher(c)
+	if err != nil {
+		return nil, err
+	}
+	seeded := ct.seed != nil
+	out := make([]byte, 0, s.wireLen(seeded))
+	flags := byte(0)
+	if seeded {
+		flags = flagSeeded
+	}
+	out = append(out, 'h', 'c', 1, bgvID, bgvLogN, byte(ct.ct.Level()), 2, flags)
+	if seeded {
+		out = append(out, ct.seed...)
+	}
+	polys := ct.ct.Value
+	if seeded {
+		polys = polys[:1]
+	}
+	for _, p := range polys {
+		for _, row := range p.Coeffs {
+			for _, v := range row {
+				out = binary.LittleEndian.AppendUint64(out, v)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Unmarshal implements Scheme: it checks every header field and every
+// coefficient, and never panics on malformed input.
+func (s *BGV) Unmarshal(b []byte) (Chunk, error) {
+	if len(b) < chunkHeader {
+		return nil, fmt.Errorf("bgv: chunk of %d bytes is shorter than its header", len(b))
+	}
+	switch {
+	case b[0] != 'h' || b[1] != 'c':
+		return nil, errors.New("bgv: chunk does not start with the magic \"hc\"")
+	case b[2] != 1:
+		return nil, fmt.Errorf("bgv: chunk format version %d, want 1", b[2])
+	case b[3] != bgvID:
+		return nil, fmt.Errorf("bgv: chunk for parameter set %d, want %d", b[3], bgvID)
+	case b[4] != bgvLogN:
+		return nil, fmt.Errorf("bgv: chunk of ring degree 2^%d, want 2^%d", b[4], bgvLogN)
+	case int(b[5]) != s.params.MaxLevel():
+		return nil, fmt.Errorf("bgv: chunk at level %d, want %d", b[5], s.params.MaxLevel())
+	case b[6] != 2:
+		return nil, fmt.Errorf("bgv: chunk of %d elements, want 2", b[6])
+	case b[7]&^flagSeeded != 0:
+		return nil, fmt.Errorf("bgv: unknown chunk flags %#x", b[7])
+	}
+	seeded := b[7]&flagSeeded != 0
+	if want := s.wireLen(seeded); len(b) != want {
+		return nil, fmt.Errorf("bgv: chunk of %d bytes, want %d", len(b), want)
+	}
+	b = b[chunkHeader:]
+	out := &Cipher{ct: bgv.NewCiphertext(s.params, 1, s.params.MaxLevel())}
+	out.ct.IsBatched = false
+	if seeded {
+		out.seed = append([]byte(nil), b[:seedLen]...)
+		b = b[seedLen:]
+	}
+	polys := out.ct.Value
+	if seeded {
+		polys = polys[:1]
+	}
+	qs := s.params.Q()
+	for _, p := range polys {
+		for i, row := range p.Coeffs {
+			for j := range row {
+				v := binary.LittleEndian.Uint64(b)
+				if v >= qs[i] {
+					return nil, fmt.Errorf("bgv: coefficient %d of modulus %d is %d, not below the modulus", j, i, v)
+				}
+				row[j] = v
+				b = b[8:]
+			}
+		}
+	}
+	if seeded {
+		if err := s.expand(out.seed, out.ct.Value[1]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// expand draws c1, in the NTT domain, from its public seed: ChaCha8 (a
+// cryptographically strong stream), 60-bit words below q by rejection.
+func (s *BGV) expand(seed []byte, c1 ring.Poly) error {
+	if len(seed) != seedLen {
+		return fmt.Errorf("bgv: seed of %d bytes, want %d", len(seed), seedLen)
+	}
+	rng := mrand.NewChaCha8([32]byte(seed))
+	row := c1.Coeffs[0]
+	for j := range row {
+		for {
+			if v := rng.Uint64() >> 4; v < bgvQ {
+				row[j] = v
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// BGVKey seals and opens BGV chunks. It is not safe for concurrent use: give
+// every goroutine its own key (NewKey is cheap).
+//
+// Encryption is the scheme's secret-key encryption written out on Lattigo's
+// ring arithmetic (Lattigo's own encryptor spends three quarters of its time
+// in its BLAKE2 sampler): c1 uniform from a fresh public seed, e centered
+// binomial of standard deviation 3.24 from a fresh secret seed,
+// c0 = NTT(m/t + e) - c1*s. It is BGV's encoding, so Lattigo's decryptor
+// opens it too (the tests check).
+type BGVKey struct {
+	s    *BGV
+	sk   *rlwe.SecretKey
+	rq   *ring.Ring
+	tInv uint64 // t^-1 mod q
+	buf  ring.Poly
+}
+
+// NewKey derives the secret key deterministically from a 32-byte seed (the
+// federation secret's derivation for this purpose): every participant of a
+// federation gets the same key, nobody else can.
+func (s *BGV) NewKey(seed [32]byte) (*BGVKey, error) {
+	prng, err := sampling.NewKeyedPRNG(seed[:])
+	if err != nil {
+		return nil, fmt.Errorf("bgv: key seed: %w", err)
+	}
+	sampler, err := ring.NewSampler(prng, s.params.RingQ(), s.params.Xs(), false)
+	if err != nil {
+		return nil, fmt.Errorf("bgv: key sampler: %w", err)
+	}
+	sk := rlwe.NewSecretKey(s.params)
+	// As rlwe.KeyGenerator does, from our sampler: a ternary secret, in
+	// the NTT and Montgomery domains.
+	sampler.AtLevel(sk.LevelQ()).Read(sk.Value.Q)
+	rqp := s.params.RingQP().AtLevel(sk.LevelQ(), sk.LevelP())
+	rqp.NTT(sk.Value, sk.Value)
+	rqp.MForm(sk.Value, sk.Value)
+	rq := s.params.RingQ()
+	return &BGVKey{s: s, sk: sk, rq: rq, tInv: ring.ModExp(bgvT, bgvQ-2, bgvQ), buf: rq.NewPoly()}, nil
+}
+
+// Scheme implements Key.
+func (k *BGVKey) Scheme() Scheme { return k.s }
+
+// Seal implements Key: vals must be multiples of 2^-FracBits within
+// ±MaxAbs (SealSlots quantizes them).
+func (k *BGVKey) Seal(vals []float64) (Chunk, error) {
+	if len(vals) != k.s.ChunkLen() {
+		return nil, fmt.Errorf("bgv: seal %d values, want %d", len(vals), k.s.ChunkLen())
+	}
+	// A fresh public seed for c1 (two messages under one c1 would leak
+	// their difference) and a fresh secret one for the noise.
+	var seeds [2 * seedLen]byte
+	if _, err := rand.Read(seeds[:]); err != nil {
+		return nil, fmt.Errorf("bgv: seed: %w", err)
+	}
+	pt := k.buf.Coeffs[0]
+	for i, v := range vals {
+		x, err := toFixed(v)
+		if err != nil {
+			return nil, fmt.Errorf("bgv: slot %d: %w", i, err)
+		}
+		pt[i] = residue(x)
+	}
+	// m/t + e mod q
+	k.rq.MulScalar(k.buf, k.tInv, k.buf)
+	noise := mrand.NewChaCha8([32]byte(seeds[seedLen:]))
+	for i := range pt {
+		if pt[i] += residue(noiseSample(noise)); pt[i] >= bgvQ {
+			pt[i] -= bgvQ
+		}
+	}
+	ct := bgv.NewCiphertext(k.s.params, 1, k.s.params.MaxLevel())
+	ct.IsBatched = false
+	seed := append([]byte(nil), seeds[:seedLen]...)
+	if err := k.s.expand(seed, ct.Value[1]); err != nil {
+		return nil, err
+	}
+	k.rq.NTT(k.buf, ct.Value[0])
+	k.rq.MulCoeffsMontgomeryThenSub(ct.Value[1], k.sk.Value.Q, ct.Value[0])
+	return &Cipher{ct: ct, seed: seed}, nil
+}
+
+// Open implements Key.
+func (k *BGVKey) Open(c Chunk) ([]float64, error) {
+	ct, err := k.s.cipher(c)
+	if err != nil {
+		return nil, err
+	}
+	// c0 + c1*s = m/t + e; times t: m + t*e, exact below q/2; mod t: m.
+	k.rq.MulCoeffsMontgomery(ct.ct.Value[1], k.sk.Value.Q, k.buf)
+	k.rq.Add(k.buf, ct.ct.Value[0], k.buf)
+	k.rq.INTT(k.buf, k.buf)
+	k.rq.MulScalar(k.buf, bgvT, k.buf)
+	out := make([]float64, k.s.ChunkLen())
+	const half = bgvQ / 2
+	for i, v := range k.buf.Coeffs[0] {
+		var x int64
+		if v > half {
+			x = -int64(bgvQ - v)
+		} else {
+			x = int64(v)
+		}
+		x %= bgvT
+		switch {
+		case x > bgvT/2:
+			x -= bgvT
+		case x < -bgvT/2:
+			x += bgvT
+		}
+		out[i] = float64(x) / fixedOne
+	}
+	return out, nil
+}
+
+// noiseSample draws the error from the centered binomial distribution of
+// 21 coin pairs (as Kyber does): standard deviation sqrt(21/2) = 3.24, at
+// least the 3.2 of the homomorphic-encryption standard's parameter tables,
+// bounded by 21; one 64-bit draw a sample, no table, no branches.
+func noiseSample(r *mrand.ChaCha8) int64 {
+	const mask = 1<<21 - 1
+	u := r.Uint64()
+	return int64(bits.OnesCount64(u&mask)) - int64(bits.OnesCount64((u>>21)&mask))
+}
+
+// residue returns x mod q for |x| < q.
+func residue(x int64) uint64 {
+	if x < 0 {
+		return bgvQ - uint64(-x)
+	}
+	return uint64(x)
+}
+
+// toFixed converts a value on the fixed-point grid to its integer.
+func toFixed(v float64) (int64, error) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("value %v is not finite", v)
+	}
+	if math.Abs(v) > MaxAbs {
+		return 0, fmt.Errorf("value %g is beyond the sealable range ±%g", v, float64(MaxAbs))
+	}
+	return int64(math.Round(v * fixedOne)), nil
+}
