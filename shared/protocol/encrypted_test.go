@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"math"
+	"strings"
 	"sync"
 	"testing"
 
@@ -150,6 +151,27 @@ func TestEncryptedTrafficHoldsNoSecrets(t *testing.T) {
 			if secrets[p.v] {
 				t.Errorf("%s: plaintext field %s of a %s message carries %v, a value that travels only sealed", step, p.name, p.kind, p.v)
 			}
+		}
+	}
+}
+
+// TestParticipantRefusesNonFiniteFields: plaintext numbers from the
+// coordinator must be finite; a participant says which field is not.
+func TestParticipantRefusesNonFiniteFields(t *testing.T) {
+	d := testData(80, 6, 4)
+	f := newFed(t, gridBlocks(d, 1, 2), Config{Lambda: 1e-2, Inner: 5, Fraction: 1, Rounds: 2, Seed: 1})
+	f.run(t)
+	p := f.mem.Participant(0)
+	w := make([]float64, 3)
+	w[1] = math.Inf(1)
+	for _, m := range []Message{
+		{Kind: KindWeights, Round: 3, W: w},
+		{Kind: KindApply, Round: 3, Gamma: math.NaN()},
+		{Kind: KindIP, Round: 3, Grid: []float64{0, math.NaN()}},
+	} {
+		_, err := p.Handle(m)
+		if err == nil || !strings.Contains(err.Error(), "not a finite number") {
+			t.Errorf("%s with a non-finite field: error %v", m.Kind, err)
 		}
 	}
 }

@@ -85,6 +85,9 @@ func (p *Participant) Handle(m Message) ([]Message, error) {
 	if m.Kind != KindSetup && m.Kind != KindError && m.Kind != KindDone && p.setup == nil {
 		return nil, fmt.Errorf("participant: %s before setup", m.Kind)
 	}
+	if err := finiteFields(m); err != nil {
+		return nil, fmt.Errorf("participant: %w", err)
+	}
 	switch m.Kind {
 	case KindSetup:
 		return p.onSetup(m)
@@ -533,4 +536,17 @@ func (p *Participant) reportSet(groups []int) []bool {
 		}
 	}
 	return out
+}
+
+// finiteFields refuses a coordinator message whose plaintext numbers are
+// not all finite: nothing downstream could make sense of them.
+func finiteFields(m Message) error {
+	for name, vs := range map[string][]float64{"W": m.W, "Grid": m.Grid, "GroupStats": m.GroupStats, "Gamma": {m.Gamma}} {
+		for i, v := range vs {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%s message: field %s[%d] is %v, not a finite number", m.Kind, name, i, v)
+			}
+		}
+	}
+	return nil
 }
