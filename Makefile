@@ -46,6 +46,7 @@ fuzz:
 	$(GO) test ./shared/partition/ -run '^$$' -fuzz FuzzReadBlock -fuzztime 20s
 	$(GO) test ./shared/seal/ -run '^$$' -fuzz FuzzUnmarshalVec -fuzztime 20s
 	$(GO) test ./shared/seal/ -run '^$$' -fuzz FuzzPlainUnmarshal -fuzztime 20s
+	$(GO) test ./shared/protocol/ -run '^$$' -fuzz FuzzDecodeMessage -fuzztime 20s
 
 bench: build data
 	$(GO) test -run '^$$' -bench . ./shared/seal/

@@ -86,10 +86,10 @@ type Message struct {
 	GroupStats []float64
 
 	// sealed payloads
-	Sealed seal.Vec
+	Sealed seal.Vec `json:"-"`
 	// Alpha carries the sealed dual values along with inner products under
 	// the paper rule, whose clients' own copies go stale while inactive.
-	Alpha seal.Vec
+	Alpha seal.Vec `json:"-"`
 
 	// error; Close asks the transport to end the connection after it
 	Err   string

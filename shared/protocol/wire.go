@@ -1,0 +1,117 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/hyfed/hyfed/shared/seal"
+)
+
+// WireVersion is the version of the message envelope.
+const WireVersion = 1
+
+// Limits bound what DecodeMessage accepts.
+type Limits struct {
+	// MaxBytes bounds the whole frame.
+	MaxBytes int
+	// MaxChunks bounds the chunk indexes of a sealed vector (the layout's
+	// chunk count).
+	MaxChunks int
+}
+
+// DefaultLimits fit Fashion-MNIST-sized federations with room to spare.
+var DefaultLimits = Limits{MaxBytes: 256 << 20, MaxChunks: 1 << 16}
+
+// EncodeMessage writes one message as a binary frame:
+//
+//	"hm" version header-length(uint32) header(JSON of the plaintext fields)
+//	sealed-length(uint32) sealed-vector alpha-length(uint32) alpha-vector
+//
+// with the sealed vectors in seal.MarshalVec's format (empty when absent).
+// JSON cannot carry NaN or infinities, so encoding refuses them.
+func EncodeMessage(s seal.Scheme, m Message) ([]byte, error) {
+	hdr, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("wire: %s message: %w", m.Kind, err)
+	}
+	out := []byte{'h', 'm', WireVersion}
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(hdr)))
+	out = append(out, hdr...)
+	for _, v := range []seal.Vec{m.Sealed, m.Alpha} {
+		var b []byte
+		if v != nil {
+			if b, err = seal.MarshalVec(s, v); err != nil {
+				return nil, fmt.Errorf("wire: %s message: %w", m.Kind, err)
+			}
+		}
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(b)))
+		out = append(out, b...)
+	}
+	return out, nil
+}
+
+// DecodeMessage reads a frame of EncodeMessage. It checks the magic, the
+// version, every length against the frame and the limits, the JSON header
+// strictly (unknown fields, trailing data and non-finite numbers are
+// errors) and the sealed vectors through the scheme's decoder. It returns
+// an error, never panics, whatever the bytes.
+func DecodeMessage(s seal.Scheme, b []byte, lim Limits) (Message, error) {
+	var m Message
+	if lim.MaxBytes > 0 && len(b) > lim.MaxBytes {
+		return m, fmt.Errorf("wire: frame of %d bytes exceeds the limit of %d", len(b), lim.MaxBytes)
+	}
+	if len(b) < 7 || b[0] != 'h' || b[1] != 'm' {
+		return m, errors.New("wire: frame does not start with the magic \"hm\"")
+	}
+	if b[2] != WireVersion {
+		return m, fmt.Errorf("wire: envelope version %d, this build speaks %d", b[2], WireVersion)
+	}
+	b = b[3:]
+	next := func(what string) ([]byte, error) {
+		if len(b) < 4 {
+			return nil, fmt.Errorf("wire: frame ends before the length of the %s", what)
+		}
+		n := binary.LittleEndian.Uint32(b)
+		b = b[4:]
+		if uint64(n) > uint64(len(b)) {
+			return nil, fmt.Errorf("wire: %s claims %d bytes, %d left", what, n, len(b))
+		}
+		part := b[:n]
+		b = b[n:]
+		return part, nil
+	}
+	hdr, err := next("header")
+	if err != nil {
+		return m, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(hdr))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return Message{}, fmt.Errorf("wire: header: %w", err)
+	}
+	if dec.More() {
+		return Message{}, errors.New("wire: header: data after the JSON object")
+	}
+	for _, f := range []struct {
+		name string
+		dst  *seal.Vec
+	}{{"sealed vector", &m.Sealed}, {"sealed dual values", &m.Alpha}} {
+		part, err := next(f.name)
+		if err != nil {
+			return Message{}, err
+		}
+		if len(part) == 0 {
+			continue
+		}
+		if *f.dst, err = seal.UnmarshalVec(s, part, lim.MaxChunks); err != nil {
+			return Message{}, fmt.Errorf("wire: %s of a %s message: %w", f.name, m.Kind, err)
+		}
+	}
+	if len(b) != 0 {
+		return Message{}, fmt.Errorf("wire: %d bytes after the message", len(b))
+	}
+	return m, nil
+}

@@ -1,0 +1,111 @@
+package protocol
+
+import (
+	"encoding/binary"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hyfed/hyfed/shared/seal"
+)
+
+func wireSample(t testing.TB) (seal.Scheme, Message) {
+	s, err := seal.NewBGV()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := s.NewKey(testSecret.Derive(seal.KeyPurpose))
+	v, err := seal.SealSlots(k, []int{3, 4100}, []float64{0.5, -2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Message{Kind: KindIP, Round: 7, Report: []int{0}, Grid: []float64{0, 0.25}, Sealed: v,
+		Setup: &Setup{Slots: []int{1, 2}, Config: Config{Lambda: 1e-3, Step: StepHyFed}}}
+	return s, m
+}
+
+func TestWireRoundTrip(t *testing.T) {
+	s, m := wireSample(t)
+	b, err := EncodeMessage(s, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeMessage(s, b, DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Kind != m.Kind || got.Round != m.Round || !reflect.DeepEqual(got.Grid, m.Grid) || got.Setup.Config != m.Setup.Config {
+		t.Fatalf("decoded %+v", got)
+	}
+	k, _ := s.(*seal.BGV).NewKey(testSecret.Derive(seal.KeyPurpose))
+	vals, err := seal.OpenSlots(k, got.Sealed, []int{3, 4100})
+	if err != nil || vals[0] != 0.5 || vals[1] != -2 {
+		t.Fatalf("sealed values %v, %v", vals, err)
+	}
+	if got.Alpha != nil {
+		t.Fatal("absent Alpha decoded as present")
+	}
+}
+
+func TestWireRefuses(t *testing.T) {
+	s, m := wireSample(t)
+	good, _ := EncodeMessage(s, m)
+	hdrLen := binary.LittleEndian.Uint32(good[3:])
+	withHeader := func(h string) []byte {
+		out := []byte{'h', 'm', WireVersion}
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(h)))
+		out = append(out, h...)
+		return append(out, 0, 0, 0, 0, 0, 0, 0, 0)
+	}
+	cases := map[string]struct {
+		b    []byte
+		want string
+	}{
+		"empty":         {nil, "magic"},
+		"version":       {append([]byte{'h', 'm', 9}, good[3:]...), "version 9"},
+		"too long":      {good, "exceeds the limit"},
+		"header length": {append(append([]byte(nil), good[:3]...), 0xff, 0xff, 0xff, 0x7f), "claims"},
+		"unknown field": {withHeader(`{"Kind":"ip","Evil":1}`), "unknown field"},
+		"not finite":    {withHeader(`{"Kind":"ip","Grid":[NaN]}`), "header"},
+		"trailing":      {append(append([]byte(nil), good...), 1), "after the message"},
+		"bad chunk":     {append(append([]byte(nil), good[:7+hdrLen+4+12]...), append([]byte{0}, good[7+hdrLen+4+13:]...)...), "sealed vector"},
+	}
+	for name, c := range cases {
+		lim := DefaultLimits
+		if name == "too long" {
+			lim.MaxBytes = len(good) - 1
+		}
+		_, err := DecodeMessage(s, c.b, lim)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one mentioning %q", name, err, c.want)
+		}
+	}
+	m.W = []float64{math.Inf(1)}
+	if _, err := EncodeMessage(s, m); err == nil {
+		t.Error("encoded an infinite weight")
+	}
+}
+
+// FuzzDecodeMessage: any bytes give a message or an error, never a panic;
+// what decodes encodes again and decodes to the same message.
+func FuzzDecodeMessage(f *testing.F) {
+	s, m := wireSample(f)
+	b, _ := EncodeMessage(s, m)
+	f.Add(b)
+	small, _ := EncodeMessage(s, Message{Kind: KindWeights, Round: 1, W: []float64{1, -0.5}})
+	f.Add(small)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := DecodeMessage(s, b, Limits{MaxBytes: 1 << 20, MaxChunks: 4})
+		if err != nil {
+			return
+		}
+		again, err := EncodeMessage(s, m)
+		if err != nil {
+			t.Fatalf("decoded message does not encode: %v", err)
+		}
+		if _, err := DecodeMessage(s, again, Limits{MaxBytes: 1 << 20, MaxChunks: 4}); err != nil {
+			t.Fatalf("re-encoded message does not decode: %v", err)
+		}
+	})
+}
