@@ -650,13 +650,3 @@ func (c *Coordinator) Phase() string {
 	}
 	return c.phase.name
 }
-
-// ownsSlot reports whether the client holds the sample in slot s.
-func (cs *clientState) ownsSlot(s int) bool {
-	for _, x := range cs.slots {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

@@ -175,3 +175,13 @@ func TestParticipantRefusesNonFiniteFields(t *testing.T) {
 		}
 	}
 }
+
+// ownsSlot reports whether the client holds the sample in slot s.
+func (cs *clientState) ownsSlot(s int) bool {
+	for _, x := range cs.slots {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

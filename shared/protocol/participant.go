@@ -541,10 +541,13 @@ func (p *Participant) reportSet(groups []int) []bool {
 // finiteFields refuses a coordinator message whose plaintext numbers are
 // not all finite: nothing downstream could make sense of them.
 func finiteFields(m Message) error {
-	for name, vs := range map[string][]float64{"W": m.W, "Grid": m.Grid, "GroupStats": m.GroupStats, "Gamma": {m.Gamma}} {
-		for i, v := range vs {
+	for _, f := range [...]struct {
+		name string
+		vs   []float64
+	}{{"W", m.W}, {"Grid", m.Grid}, {"GroupStats", m.GroupStats}, {"Gamma", []float64{m.Gamma}}} {
+		for i, v := range f.vs {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("%s message: field %s[%d] is %v, not a finite number", m.Kind, name, i, v)
+				return fmt.Errorf("%s message: field %s[%d] is %v, not a finite number", m.Kind, f.name, i, v)
 			}
 		}
 	}
