@@ -37,8 +37,11 @@ type Config struct {
 	Loss   string // hinge or logistic
 	Step   string // hyfed or paper
 	// Inner is H, the number of samples each client (paper) or each sample
-	// group (hyfed) updates per round.
+	// group (hyfed) updates per round. Zero: computed from IIC when the
+	// federation starts, H = ceil(IIC * N / clients).
 	Inner int
+	// IIC is the inner iterations constant (used when Inner is zero).
+	IIC float64
 	// Gamma scales the paper rule's updates (ignored by hyfed, which finds
 	// its step by line search).
 	Gamma float64
@@ -59,6 +62,9 @@ type Config struct {
 	// Clients is the number of participants the federation waits for
 	// before it starts.
 	Clients int
+	// NumFeatures, if set, is the feature count every block must declare
+	// (the federation's feature schema).
+	NumFeatures int
 }
 
 // Validate checks the configuration and fills defaults.
@@ -78,8 +84,11 @@ func (c *Config) Validate() error {
 	if !(c.Lambda > 0) || math.IsInf(c.Lambda, 0) {
 		return fmt.Errorf("config: lambda %v must be positive and finite", c.Lambda)
 	}
-	if c.Inner < 1 {
-		return fmt.Errorf("config: inner iterations %d must be at least 1", c.Inner)
+	if c.Inner < 0 || (c.Inner == 0 && !(c.IIC > 0 && c.IIC <= 1e6)) {
+		return fmt.Errorf("config: inner iterations %d must be at least 1, or IIC %v positive", c.Inner, c.IIC)
+	}
+	if c.NumFeatures < 0 {
+		return fmt.Errorf("config: feature count %d must not be negative", c.NumFeatures)
 	}
 	if c.Search == "" {
 		c.Search = SearchPrimal

@@ -87,6 +87,7 @@ type Coordinator struct {
 	scheme seal.Scheme
 	now    func() time.Time
 	rng    *rand.Rand
+	pcg    *rand.PCG // rng's source, saved in checkpoints
 
 	clients     []*clientState
 	fingerprint string
@@ -121,6 +122,17 @@ type Coordinator struct {
 	aborted    bool
 	missing    bool
 	ipSum      seal.Vec
+
+	holdStart bool // StartNow starts, not the Clients-th registration
+	paused    bool // hold the next round at the boundary
+	waiting   bool // held at a round boundary (paused, or restored)
+	phaseSeq  int  // counts phases, for deadlines
+	stopped   bool
+	// checkpoints: the state at the last round boundary, once taken
+	checkpoints bool
+	snap        *Checkpoint
+	setupBlob   []byte
+	setupDigest [32]byte
 }
 
 // ErrFinished is returned by Receive after the last round.
@@ -131,9 +143,8 @@ func NewCoordinator(cfg Config, scheme seal.Scheme) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Coordinator{cfg: cfg, scheme: scheme, now: time.Now,
-		rng: rand.New(rand.NewPCG(cfg.Seed, 0xc0)),
-	}, nil
+	pcg := rand.NewPCG(cfg.Seed, 0xc0)
+	return &Coordinator{cfg: cfg, scheme: scheme, now: time.Now, pcg: pcg, rng: rand.New(pcg)}, nil
 }
 
 // SetClock replaces the clock used for phase timings (tests).
@@ -174,92 +185,204 @@ func (c *Coordinator) send(to int, m Message) {
 	c.out = append(c.out, Envelope{To: to, Msg: m})
 }
 
-func (c *Coordinator) reject(to int, format string, args ...any) {
-	c.send(to, Message{Kind: KindError, Round: c.round, Err: fmt.Sprintf(format, args...)})
+func (c *Coordinator) reject(to int, err error) {
+	code := CodeBadField
+	var ce *CodedError
+	if errors.As(err, &ce) {
+		code = ce.Code
+	}
+	c.send(to, Message{Kind: KindError, Round: c.round, Code: code, Err: err.Error()})
+}
+
+// CodedError is an error with one of the Code constants: the coordinator
+// sends it back as a typed error message.
+type CodedError struct {
+	Code string
+	Msg  string
+}
+
+func (e *CodedError) Error() string { return e.Msg }
+
+// Errorf returns a CodedError.
+func Errorf(code, format string, args ...any) error {
+	return &CodedError{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns err's code, or "" for an error without one.
+func ErrorCode(err error) string {
+	var ce *CodedError
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	return ""
 }
 
 // Connect registers client k's hello (a first join or a return).
 func (c *Coordinator) Connect(k int, hello Message) []Envelope {
 	c.cur.BytesIn += hello.WireSize(c.scheme)
 	if err := c.connect(k, hello); err != nil {
-		c.reject(k, "%v", err)
+		c.reject(k, err)
 	}
 	return c.flush()
 }
 
 func (c *Coordinator) connect(k int, h Message) error {
 	if h.Kind != KindHello {
-		return fmt.Errorf("expected hello, got %q", h.Kind)
+		return Errorf(CodeOutOfPhase, "expected hello, got %q", h.Kind)
 	}
 	if k < 0 {
-		return fmt.Errorf("client %d: bad index", k)
+		return Errorf(CodeBadField, "client %d: bad index", k)
+	}
+	if c.finished {
+		return Errorf(CodeFinished, "the federation has finished")
 	}
 	if c.fingerprint != "" && h.Fingerprint != c.fingerprint {
-		return fmt.Errorf("client %d: key fingerprint does not match the federation's: wrong secret", k)
+		return Errorf(CodeWrongSecret, "key fingerprint does not match the federation's: the link's secret is not this federation's")
 	}
-	if len(h.Pseudonyms) == 0 || len(h.Pseudonyms) != len(h.Heldout) {
-		return fmt.Errorf("client %d: %d pseudonyms, %d held-out flags", k, len(h.Pseudonyms), len(h.Heldout))
+	if err := checkHello(&h); err != nil {
+		return err
 	}
-	if h.NumFeatures < 1 || len(h.Features) == 0 {
-		return fmt.Errorf("client %d: no features", k)
+	want := c.cfg.NumFeatures
+	if want == 0 {
+		want = c.numFeatures
 	}
-	for j, f := range h.Features {
-		if f < 0 || f >= h.NumFeatures || (j > 0 && h.Features[j-1] >= f) {
-			return fmt.Errorf("client %d: feature index %d out of order or outside 0..%d", k, f, h.NumFeatures-1)
-		}
+	if want != 0 && h.NumFeatures != want {
+		return Errorf(CodeSchema, "the block has %d features, the federation has %d", h.NumFeatures, want)
 	}
-	for k >= len(c.clients) {
-		c.clients = append(c.clients, &clientState{})
+	var cs *clientState
+	if k < len(c.clients) {
+		cs = c.clients[k]
 	}
-	cs := c.clients[k]
 	if c.started {
 		// A return: the same block as before, set up again, refreshed
 		// before its next update.
-		if cs.hello == nil {
-			return fmt.Errorf("client %d: the federation has started; it did not join before", k)
-		}
-		if !sameHello(cs.hello, &h) {
-			return fmt.Errorf("client %d: returned with a different block", k)
+		if cs == nil || cs.hello == nil {
+			return Errorf(CodeStarted, "the federation has started without this participant")
 		}
 		if cs.connected {
-			return fmt.Errorf("client %d: already connected", k)
+			return Errorf(CodeOutOfPhase, "client %d: already connected", k)
+		}
+		if !sameHello(cs.hello, &h) {
+			return Errorf(CodeSchema, "client %d: returned with a different block", k)
 		}
 		cs.connected, cs.ready, cs.stale, cs.returned = true, false, true, true
 		c.sendSetup(k, false)
 		c.sendNorms(k)
+		if c.waiting && !c.paused && c.numConnected() == c.numRegistered() {
+			// Restored from a checkpoint and everyone is back: go on.
+			c.waiting = false
+			c.nextRound()
+		}
 		return nil
 	}
-	if cs.hello != nil && cs.connected {
-		return fmt.Errorf("client %d: already connected", k)
+	if cs != nil && cs.hello != nil && cs.connected {
+		return Errorf(CodeOutOfPhase, "client %d: already connected", k)
 	}
+	for k >= len(c.clients) {
+		c.clients = append(c.clients, &clientState{})
+	}
+	cs = c.clients[k]
 	if c.fingerprint == "" {
 		c.fingerprint = h.Fingerprint
 	}
 	if c.numFeatures == 0 {
 		c.numFeatures = h.NumFeatures
-	} else if h.NumFeatures != c.numFeatures {
-		return fmt.Errorf("client %d: %d features, the federation has %d", k, h.NumFeatures, c.numFeatures)
 	}
 	hc := h
 	cs.hello, cs.connected = &hc, true
+	if !c.holdStart && c.numConnected() == c.cfg.Clients {
+		c.begin()
+	}
+	return nil
+}
+
+// checkHello validates a registration on its own.
+func checkHello(h *Message) error {
+	if len(h.Pseudonyms) == 0 || len(h.Pseudonyms) != len(h.Heldout) {
+		return Errorf(CodeBadField, "hello: %d pseudonyms, %d held-out flags", len(h.Pseudonyms), len(h.Heldout))
+	}
+	if h.NumFeatures < 1 || len(h.Features) == 0 {
+		return Errorf(CodeBadField, "hello: no features")
+	}
+	for j, f := range h.Features {
+		if f < 0 || f >= h.NumFeatures || (j > 0 && h.Features[j-1] >= f) {
+			return Errorf(CodeBadField, "hello: feature index %d out of order or outside 0..%d", f, h.NumFeatures-1)
+		}
+	}
+	seen := make(map[string]struct{}, len(h.Pseudonyms))
+	for _, p := range h.Pseudonyms {
+		if len(p) == 0 || len(p) > 64 {
+			return Errorf(CodeBadField, "hello: pseudonym of %d bytes (want 1..64)", len(p))
+		}
+		if _, dup := seen[p]; dup {
+			return Errorf(CodeBadField, "hello: sample %s listed twice", p)
+		}
+		seen[p] = struct{}{}
+	}
+	return nil
+}
+
+func (c *Coordinator) numRegistered() int {
+	n := 0
+	for _, x := range c.clients {
+		if x.hello != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *Coordinator) numConnected() int {
 	n := 0
 	for _, x := range c.clients {
 		if x.hello != nil && x.connected {
 			n++
 		}
 	}
-	if n == c.cfg.Clients {
-		if err := c.align(); err != nil {
-			for i := range c.clients {
-				c.reject(i, "alignment failed: %v", err)
-			}
-			c.finished = true
-			return nil
-		}
-		c.start()
-	}
-	return nil
+	return n
 }
+
+// begin aligns the registered participants and starts the federation. Those
+// that registered and left before the start are not part of it.
+func (c *Coordinator) begin() {
+	for _, cs := range c.clients {
+		if !cs.connected {
+			cs.hello = nil
+		}
+	}
+	if err := c.align(); err != nil {
+		for _, k := range c.connected() {
+			c.reject(k, Errorf(CodeStopped, "alignment failed: %v", err))
+		}
+		c.finished = true
+		return
+	}
+	c.start()
+}
+
+// HoldStart keeps the federation from starting by itself when Clients
+// participants have registered: StartNow starts it (an organizer's start).
+func (c *Coordinator) HoldStart() { c.holdStart = true }
+
+// StartNow starts the federation with the participants connected now.
+func (c *Coordinator) StartNow() ([]Envelope, error) {
+	if c.started || c.finished {
+		return nil, errors.New("the federation has already started")
+	}
+	if c.numConnected() == 0 {
+		return nil, errors.New("no participant has registered")
+	}
+	c.begin()
+	return c.flush(), nil
+}
+
+// ExpectFingerprint fixes the key fingerprint participants must present
+// (the organizer's, given at creation): a first joiner with another secret
+// is refused too.
+func (c *Coordinator) ExpectFingerprint(fp string) { c.fingerprint = fp }
+
+// Started reports whether alignment has happened.
+func (c *Coordinator) Started() bool { return c.started }
 
 func sameHello(a, b *Message) bool {
 	if len(a.Pseudonyms) != len(b.Pseudonyms) || len(a.Features) != len(b.Features) || a.Fingerprint != b.Fingerprint {
@@ -286,16 +409,13 @@ func (c *Coordinator) align() error {
 		heldout bool
 	}
 	byPseud := map[string]*sample{}
+	clients := 0
 	for k, cs := range c.clients {
 		if cs.hello == nil {
-			return fmt.Errorf("client %d never joined", k)
+			continue // registered and left before the start
 		}
-		seen := map[string]bool{}
+		clients++
 		for i, p := range cs.hello.Pseudonyms {
-			if seen[p] {
-				return fmt.Errorf("client %d lists sample %s twice", k, p)
-			}
-			seen[p] = true
 			s := byPseud[p]
 			if s == nil {
 				s = &sample{heldout: cs.hello.Heldout[i]}
@@ -364,8 +484,17 @@ func (c *Coordinator) align() error {
 	if c.numTrain == 0 {
 		return fmt.Errorf("no training samples")
 	}
+	if c.cfg.Inner == 0 {
+		c.cfg.Inner = int(math.Ceil(c.cfg.IIC * float64(c.numTrain) / float64(clients)))
+		if c.cfg.Inner < 1 {
+			c.cfg.Inner = 1
+		}
+	}
 	for _, cs := range c.clients {
 		h := cs.hello
+		if h == nil {
+			continue
+		}
 		cs.slots = make([]int, len(h.Pseudonyms))
 		cs.localGroup = map[int]int{}
 		cs.groups = nil
@@ -461,7 +590,7 @@ func (c *Coordinator) start() {
 
 func (c *Coordinator) fail(err error) {
 	for _, k := range c.connected() {
-		c.reject(k, "federation stopped: %v", err)
+		c.reject(k, Errorf(CodeStopped, "federation stopped: %v", err))
 	}
 	c.finished = true
 	c.phase = nil
@@ -490,6 +619,7 @@ func sortedKeys(m map[int]Message) []int {
 // target (or its disconnect), then calls next.
 func (c *Coordinator) await(name string, reply Kind, targets []int, next func(p *phaseState)) {
 	p := &phaseState{name: name, reply: reply, waiting: map[int]bool{}, replies: map[int]Message{}, next: next, started: c.now()}
+	c.phaseSeq++
 	for _, k := range targets {
 		p.waiting[k] = true
 	}
@@ -514,7 +644,7 @@ func (c *Coordinator) maybeFinishPhase() {
 func (c *Coordinator) Receive(k int, m Message) []Envelope {
 	c.cur.BytesIn += m.WireSize(c.scheme)
 	if err := c.receive(k, m); err != nil {
-		c.reject(k, "%v", err)
+		c.reject(k, err)
 	}
 	return c.flush()
 }
@@ -524,10 +654,10 @@ func (c *Coordinator) receive(k int, m Message) error {
 		return c.connect(k, m)
 	}
 	if k < 0 || k >= len(c.clients) || !c.clients[k].connected {
-		return fmt.Errorf("client %d is not connected", k)
+		return Errorf(CodeOutOfPhase, "client %d is not connected", k)
 	}
 	if c.finished {
-		return ErrFinished
+		return &CodedError{Code: CodeFinished, Msg: ErrFinished.Error()}
 	}
 	p := c.phase
 	if p == nil || m.Kind != p.reply || !p.waiting[k] || (m.Round != c.round && p.name != PhaseSetup) {
@@ -535,7 +665,7 @@ func (c *Coordinator) receive(k int, m Message) error {
 		if p != nil {
 			want = string(p.reply)
 		}
-		return fmt.Errorf("unexpected %q for round %d: the federation is in round %d and waits for %s", m.Kind, m.Round, c.round, want)
+		return Errorf(CodeOutOfPhase, "unexpected %q for round %d: the federation is in round %d and waits for %s", m.Kind, m.Round, c.round, want)
 	}
 	if err := c.check(k, m); err != nil {
 		return err
@@ -632,7 +762,7 @@ func (c *Coordinator) Expire() []Envelope {
 	if p := c.phase; p != nil {
 		late := sortedSet(p.waiting)
 		for _, k := range late {
-			c.send(k, Message{Kind: KindError, Round: c.round, Close: true,
+			c.send(k, Message{Kind: KindError, Round: c.round, Close: true, Code: CodeDeadline,
 				Err: fmt.Sprintf("no %s reply before the deadline of round %d; reconnect to take part again", p.reply, c.round)})
 			c.clients[k].connected, c.clients[k].ready = false, false
 		}
@@ -650,3 +780,73 @@ func (c *Coordinator) Phase() string {
 	}
 	return c.phase.name
 }
+
+// PhaseSeq counts the phases started so far: a deadline armed for one
+// phase must not end the next.
+func (c *Coordinator) PhaseSeq() int { return c.phaseSeq }
+
+// Pause holds the federation at the next round boundary (the round in
+// progress completes).
+func (c *Coordinator) Pause() { c.paused = true }
+
+// Paused reports whether a pause was asked for.
+func (c *Coordinator) Paused() bool { return c.paused }
+
+// Waiting reports whether the federation is held at a round boundary
+// (paused, or restored from a checkpoint and not resumed yet).
+func (c *Coordinator) Waiting() bool { return c.waiting }
+
+// Resume lifts a pause and starts the next round if the federation was
+// held at a boundary.
+func (c *Coordinator) Resume() []Envelope {
+	c.paused = false
+	if c.waiting && !c.finished {
+		c.waiting = false
+		c.nextRound()
+	}
+	return c.flush()
+}
+
+// Stop ends the federation now: every connected participant is told so.
+// Rounds already completed stay recorded.
+func (c *Coordinator) Stop(reason string) []Envelope {
+	if !c.finished {
+		for _, k := range c.connected() {
+			c.send(k, Message{Kind: KindError, Round: c.round, Code: CodeStopped, Close: true, Err: "the federation was stopped: " + reason})
+		}
+		c.finished, c.stopped, c.phase, c.waiting = true, true, nil, false
+	}
+	return c.flush()
+}
+
+// Stopped reports whether Stop ended the federation.
+func (c *Coordinator) Stopped() bool { return c.stopped }
+
+// ClientInfo is what the server may show about one participant.
+type ClientInfo struct {
+	Registered bool // sent a valid hello (and, once started, is part of the federation)
+	Connected  bool
+	Ready      bool // set up and holding current dual values
+	Samples    int
+	Features   int
+	Active     bool // drawn active in the current round
+}
+
+// Clients describes every participant index handed out so far.
+func (c *Coordinator) Clients() []ClientInfo {
+	out := make([]ClientInfo, len(c.clients))
+	for k, cs := range c.clients {
+		if cs.hello == nil {
+			continue
+		}
+		out[k] = ClientInfo{Registered: true, Connected: cs.connected, Ready: cs.ready && !cs.returned,
+			Samples: len(cs.hello.Pseudonyms), Features: len(cs.hello.Features), Active: cs.activeRound}
+	}
+	return out
+}
+
+// NumSlots returns the layout's slot count (0 before the start).
+func (c *Coordinator) NumSlots() int { return c.numSlots }
+
+// NumTrain returns the number of training samples (0 before the start).
+func (c *Coordinator) NumTrain() int { return c.numTrain }

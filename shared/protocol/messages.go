@@ -33,6 +33,27 @@ const (
 	KindIPPart    Kind = "ip-part"    // sealed inner products of the block's rows
 	KindMetrics   Kind = "metrics"    // loss and accuracy sums of labelled samples
 	KindApplied   Kind = "applied"    // sealed dual update gamma*d of the reported groups
+	KindWelcome   Kind = "welcome"    // the server accepted a hello: the session token and the participant's name
+)
+
+// Error codes of KindError messages: what a sender did wrong, for programs
+// (and pages) to act on; Err says it for people.
+const (
+	CodeBadMessage        = "bad-message"        // the frame does not decode
+	CodeTooLarge          = "too-large"          // the frame exceeds the read limit
+	CodeOutOfPhase        = "out-of-phase"       // unexpected kind or round, a duplicate or a replay
+	CodeBadField          = "bad-field"          // lengths, ranges, non-finite numbers, indexes outside the registration
+	CodeWrongSecret       = "wrong-secret"       // the key fingerprint is not the federation's
+	CodeBadInvite         = "bad-invite"         // no or a wrong invite token
+	CodeUnknownFederation = "unknown-federation" // no federation with that id
+	CodeUnknownSession    = "unknown-session"    // no session with that token
+	CodeStarted           = "started"            // the federation started without this participant
+	CodeSchema            = "schema"             // the block does not fit the federation's features
+	CodeDeadline          = "deadline"           // no reply before the phase's deadline: reconnect
+	CodeFinished          = "finished"           // training is over
+	CodeStopped           = "stopped"            // the organizer stopped the federation, or it failed
+	CodeAbuse             = "abuse"              // too many rejected messages: disconnected
+	CodeReplaced          = "replaced"           // the same session connected again elsewhere
 )
 
 // Message is one protocol message. Exactly the fields of its Kind are set.
@@ -91,8 +112,14 @@ type Message struct {
 	// the paper rule, whose clients' own copies go stale while inactive.
 	Alpha seal.Vec `json:"-"`
 
+	// welcome: the token to reconnect as this participant, and the name
+	// (a pseudonym) the server shows it under
+	Session string
+	Name    string
+
 	// error; Close asks the transport to end the connection after it
 	Err   string
+	Code  string
 	Close bool
 }
 

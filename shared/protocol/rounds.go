@@ -20,6 +20,15 @@ func (c *Coordinator) eligible() []int {
 }
 
 func (c *Coordinator) nextRound() {
+	// A round boundary: nothing is in flight, every completed round is
+	// applied in full. This is the state a checkpoint holds.
+	if c.checkpoints {
+		c.snap = c.checkpoint()
+	}
+	if c.paused && c.round < c.cfg.Rounds {
+		c.waiting = true
+		return
+	}
 	if c.round >= c.cfg.Rounds {
 		for _, k := range c.connected() {
 			c.send(k, Message{Kind: KindDone, Round: c.round})

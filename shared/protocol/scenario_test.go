@@ -202,7 +202,7 @@ func TestWrongSecretIsRejected(t *testing.T) {
 	}
 	c.Connect(0, f.mem.Participant(0).Hello())
 	out := c.Connect(1, p.Hello())
-	if len(out) != 1 || out[0].Msg.Kind != KindError || !strings.Contains(out[0].Msg.Err, "wrong secret") {
+	if len(out) != 1 || out[0].Msg.Kind != KindError || out[0].Msg.Code != CodeWrongSecret || !strings.Contains(out[0].Msg.Err, "secret") {
 		t.Fatalf("wrong secret: got %+v", out)
 	}
 }

@@ -1,0 +1,188 @@
+package protocol
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/gob"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/hyfed/hyfed/shared/seal"
+)
+
+// checkpointVersion changes whenever the saved state changes shape.
+const checkpointVersion = 1
+
+// Checkpoint is the coordinator's state at a round boundary, in two parts:
+// Setup (registrations, the sealed squared norms and group statistics) is
+// fixed once the federation has started, Round (the sealed dual values, w,
+// the primal contributions, the history and the participation draws)
+// changes every round. Round names the Setup it belongs to by its digest,
+// so a server that writes Setup once and Round after every round can never
+// pair a round with the wrong setup.
+type Checkpoint struct {
+	Round     int
+	Setup     []byte
+	RoundData []byte
+}
+
+type setupState struct {
+	Version     int
+	Scheme      string
+	Config      Config
+	Fingerprint string
+	NumFeatures int
+	Clients     []helloState
+	Norms       []byte
+	GroupStats  []float64
+}
+
+type helloState struct {
+	Registered bool
+	Pseudonyms []string
+	Heldout    []bool
+	Features   []int
+}
+
+type roundState struct {
+	Version     int
+	SetupDigest [32]byte
+	Round       int
+	Alpha       []byte
+	W           []float64
+	HatW        [][]float64
+	History     []RoundMetrics
+	RNG         []byte
+	Finished    bool
+}
+
+// EnableCheckpoints makes the coordinator capture its state at every round
+// boundary from now on; TakeCheckpoint hands out the latest.
+func (c *Coordinator) EnableCheckpoints() { c.checkpoints = true }
+
+// TakeCheckpoint returns the state captured at the last round boundary
+// since the previous call, or nil.
+func (c *Coordinator) TakeCheckpoint() *Checkpoint {
+	s := c.snap
+	c.snap = nil
+	return s
+}
+
+func (c *Coordinator) checkpoint() *Checkpoint {
+	if c.setupBlob == nil {
+		st := setupState{Version: checkpointVersion, Scheme: c.scheme.Name(), Config: c.cfg,
+			Fingerprint: c.fingerprint, NumFeatures: c.numFeatures, GroupStats: c.groupStats}
+		for _, cs := range c.clients {
+			h := helloState{}
+			if cs.hello != nil {
+				h = helloState{Registered: true, Pseudonyms: cs.hello.Pseudonyms, Heldout: cs.hello.Heldout, Features: cs.hello.Features}
+			}
+			st.Clients = append(st.Clients, h)
+		}
+		var err error
+		if st.Norms, err = seal.MarshalVec(c.scheme, c.norms); err != nil {
+			panic(fmt.Sprintf("checkpoint: norms: %v", err)) // our own ciphertexts: cannot fail
+		}
+		c.setupBlob = encodeGob(st)
+		c.setupDigest = sha256.Sum256(c.setupBlob)
+	}
+	rs := roundState{Version: checkpointVersion, SetupDigest: c.setupDigest, Round: c.round, W: c.w,
+		History: c.history, Finished: c.round >= c.cfg.Rounds}
+	var err error
+	if rs.Alpha, err = seal.MarshalVec(c.scheme, c.alpha); err != nil {
+		panic(fmt.Sprintf("checkpoint: dual values: %v", err))
+	}
+	for _, cs := range c.clients {
+		rs.HatW = append(rs.HatW, cs.hatW)
+	}
+	if rs.RNG, err = c.pcg.MarshalBinary(); err != nil {
+		panic(fmt.Sprintf("checkpoint: draws: %v", err))
+	}
+	return &Checkpoint{Round: c.round, Setup: c.setupBlob, RoundData: encodeGob(rs)}
+}
+
+func encodeGob(v any) []byte {
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(v); err != nil {
+		panic(fmt.Sprintf("checkpoint: gob: %v", err)) // plain structs: cannot fail
+	}
+	return b.Bytes()
+}
+
+// Restore rebuilds a coordinator from a checkpoint. It comes back held at
+// the saved round boundary with every participant disconnected: each
+// returns with its session (set up again, refreshed from the sealed dual
+// values), and Resume starts the next round.
+func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
+	var st setupState
+	if err := gob.NewDecoder(bytes.NewReader(setup)).Decode(&st); err != nil {
+		return nil, fmt.Errorf("restore: setup: %w", err)
+	}
+	if st.Version != checkpointVersion {
+		return nil, fmt.Errorf("restore: setup version %d, this build reads %d", st.Version, checkpointVersion)
+	}
+	if st.Scheme != scheme.Name() {
+		return nil, fmt.Errorf("restore: saved with scheme %s, asked to restore with %s", st.Scheme, scheme.Name())
+	}
+	var rs roundState
+	if err := gob.NewDecoder(bytes.NewReader(round)).Decode(&rs); err != nil {
+		return nil, fmt.Errorf("restore: round: %w", err)
+	}
+	if rs.Version != checkpointVersion {
+		return nil, fmt.Errorf("restore: round version %d, this build reads %d", rs.Version, checkpointVersion)
+	}
+	if rs.SetupDigest != sha256.Sum256(setup) {
+		return nil, fmt.Errorf("restore: the round state belongs to another setup")
+	}
+	c, err := NewCoordinator(st.Config, scheme)
+	if err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	c.fingerprint, c.numFeatures = st.Fingerprint, st.NumFeatures
+	for _, h := range st.Clients {
+		cs := &clientState{}
+		if h.Registered {
+			cs.hello = &Message{Kind: KindHello, Pseudonyms: h.Pseudonyms, Heldout: h.Heldout, Features: h.Features,
+				NumFeatures: st.NumFeatures, Fingerprint: st.Fingerprint}
+		}
+		c.clients = append(c.clients, cs)
+	}
+	if err := c.align(); err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	maxChunks := c.numSlots/scheme.ChunkLen() + 1
+	if c.norms, err = seal.UnmarshalVec(scheme, st.Norms, maxChunks); err != nil {
+		return nil, fmt.Errorf("restore: norms: %w", err)
+	}
+	if c.alpha, err = seal.UnmarshalVec(scheme, rs.Alpha, maxChunks); err != nil {
+		return nil, fmt.Errorf("restore: dual values: %w", err)
+	}
+	if len(st.GroupStats) != 2*len(c.groups) || len(rs.W) != c.numFeatures || len(rs.HatW) != len(c.clients) {
+		return nil, fmt.Errorf("restore: saved state does not match the registrations")
+	}
+	c.groupStats, c.w = st.GroupStats, rs.W
+	for k, cs := range c.clients {
+		if cs.hello == nil {
+			continue
+		}
+		if len(rs.HatW[k]) != len(cs.features) {
+			return nil, fmt.Errorf("restore: client %d: %d primal values for %d features", k, len(rs.HatW[k]), len(cs.features))
+		}
+		cs.hatW = rs.HatW[k]
+		cs.stale, cs.returned = true, true
+	}
+	if err := c.pcg.UnmarshalBinary(rs.RNG); err != nil {
+		return nil, fmt.Errorf("restore: draws: %w", err)
+	}
+	c.rng = rand.New(c.pcg)
+	c.round, c.history, c.started = rs.Round, rs.History, true
+	c.cur = RoundMetrics{Seconds: map[string]float64{}}
+	c.needFullIP = true
+	c.setupBlob, c.setupDigest = setup, rs.SetupDigest
+	if rs.Finished {
+		c.finished = true
+	} else {
+		c.waiting = true
+	}
+	return c, nil
+}
