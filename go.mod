@@ -2,11 +2,13 @@ module github.com/hyfed/hyfed
 
 go 1.26
 
-require gonum.org/v1/gonum v0.17.0
+require (
+	github.com/gorilla/websocket v1.5.3
+	github.com/labstack/echo/v4 v4.16.0
+	gonum.org/v1/gonum v0.17.0
+)
 
 require (
-	github.com/gorilla/websocket v1.5.3 // indirect
-	github.com/labstack/echo/v4 v4.16.0 // indirect
 	github.com/labstack/gommon v0.5.0 // indirect
 	github.com/mattn/go-colorable v0.1.15 // indirect
 	github.com/mattn/go-isatty v0.0.22 // indirect

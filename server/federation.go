@@ -1,0 +1,522 @@
+package server
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/seal"
+)
+
+// federation is one federation on the server: its coordinator, the
+// participants' connections and sessions. mu guards everything; the
+// coordinator runs under it (it is a state machine without I/O), while
+// decoding and encoding frames happen in the connections' goroutines.
+type federation struct {
+	srv    *Server
+	log    *slog.Logger
+	scheme seal.Scheme
+
+	mu       sync.Mutex
+	meta     meta
+	coord    *protocol.Coordinator
+	broken   string // the state on disk could not be restored
+	conns    map[int]*conn
+	sessions map[string]int // token hash -> client
+	names    []string       // per client
+	timer    *time.Timer
+	timerSeq int
+	reported int // history entries already sent as events
+	phase    string
+	finished bool
+	events   *hub
+	saver    *saver
+	// wire counts the bytes of the frames actually received and sent.
+	wireIn, wireOut atomic.Int64
+}
+
+func newFederation(s *Server, m meta, scheme seal.Scheme) *federation {
+	f := &federation{srv: s, meta: m, scheme: scheme, conns: map[int]*conn{}, sessions: map[string]int{},
+		log: s.log.With("federation", m.ID), events: newHub()}
+	for _, sm := range m.Sessions {
+		f.sessions[sm.Hash] = sm.Client
+		for len(f.names) <= sm.Client {
+			f.names = append(f.names, "")
+		}
+		f.names[sm.Client] = sm.Name
+	}
+	f.saver = newSaver(f.dir(), f.log)
+	return f
+}
+
+// newCoordinator creates or restores the coordinator from the data
+// directory.
+func (f *federation) loadCoordinator() error {
+	setup, errS := os.ReadFile(filepath.Join(f.dir(), "setup.bin"))
+	round, errR := os.ReadFile(filepath.Join(f.dir(), "round.bin"))
+	var c *protocol.Coordinator
+	var err error
+	if errS == nil && errR == nil {
+		c, err = protocol.Restore(f.scheme, setup, round)
+		if err != nil {
+			return fmt.Errorf("federation %s: %w", f.meta.ID, err)
+		}
+		f.saver.written = sha256.Sum256(setup)
+		f.log.Info("restored from checkpoint", "round", c.Round(), "finished", c.Finished())
+	} else {
+		if c, err = protocol.NewCoordinator(f.meta.Config, f.scheme); err != nil {
+			return err
+		}
+		if f.meta.Fingerprint != "" {
+			c.ExpectFingerprint(f.meta.Fingerprint)
+		}
+		if !f.meta.AutoStart {
+			c.HoldStart()
+		}
+	}
+	c.EnableCheckpoints()
+	f.coord = c
+	f.reported = len(c.History())
+	f.finished = c.Finished()
+	if f.meta.Stopped && !c.Finished() {
+		c.Stop("stopped before the server restarted")
+		f.finished = true
+	}
+	if c.Waiting() {
+		f.armResume()
+	}
+	return nil
+}
+
+func (f *federation) timeout() time.Duration {
+	if f.meta.RoundTimeout <= 0 {
+		return time.Minute
+	}
+	return time.Duration(f.meta.RoundTimeout)
+}
+
+// armResume lets a restored federation go on with whoever is back once a
+// deadline has passed (everyone back resumes it at once).
+func (f *federation) armResume() {
+	time.AfterFunc(f.timeout(), func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if !f.coord.Waiting() || f.coord.Paused() || f.finished {
+			return
+		}
+		n := 0
+		for _, ci := range f.coord.Clients() {
+			if ci.Connected {
+				n++
+			}
+		}
+		if n == 0 {
+			f.armResume()
+			return
+		}
+		f.log.Info("resuming with the participants that are back", "connected", n)
+		f.dispatch(f.coord.Resume())
+		f.afterChange()
+	})
+}
+
+// dispatch queues the coordinator's envelopes on the connections. Called
+// with f.mu held.
+func (f *federation) dispatch(envs []protocol.Envelope) {
+	for _, e := range envs {
+		c := f.conns[e.To]
+		if e.Msg.Kind == protocol.KindError {
+			f.log.Warn("rejected", "client", e.To, "name", f.name(e.To), "round", e.Msg.Round, "code", e.Msg.Code, "error", e.Msg.Err)
+		}
+		if c == nil {
+			continue
+		}
+		if e.Msg.Kind == protocol.KindError && !e.Msg.Close {
+			c.rejected++
+			if c.rejected > maxRejected {
+				f.abuse(c, "too many rejected messages")
+				continue
+			}
+		}
+		c.send(e.Msg)
+		if e.Msg.Close {
+			// The coordinator already counts the client gone.
+			delete(f.conns, e.To)
+			f.events.publish(event{Type: "participant", Name: f.name(e.To), State: "away"})
+		}
+	}
+}
+
+// maxRejected is how many rejected messages a connection may send before
+// it counts as abuse and is closed.
+const maxRejected = 16
+
+// abuse closes a connection and takes its participant out of the round.
+// Called with f.mu held.
+func (f *federation) abuse(c *conn, why string) {
+	f.log.Warn("disconnecting abusive connection", "client", c.client, "name", f.name(c.client), "reason", why)
+	c.send(protocol.Message{Kind: protocol.KindError, Code: protocol.CodeAbuse, Close: true, Err: "disconnected: " + why})
+	if f.conns[c.client] == c {
+		delete(f.conns, c.client)
+		f.dispatch(f.coord.Disconnect(c.client))
+		f.events.publish(event{Type: "participant", Name: f.name(c.client), State: "away"})
+	}
+}
+
+func (f *federation) name(k int) string {
+	if k >= 0 && k < len(f.names) {
+		return f.names[k]
+	}
+	return fmt.Sprintf("client-%d", k)
+}
+
+// afterChange follows the coordinator after it moved: deadlines, events,
+// checkpoints. Called with f.mu held.
+func (f *federation) afterChange() {
+	if cp := f.coord.TakeCheckpoint(); cp != nil {
+		f.saver.offer(cp)
+	}
+	h := f.coord.History()
+	for ; f.reported < len(h); f.reported++ {
+		r := h[f.reported]
+		f.events.publish(event{Type: "round", Round: r.Round, Metrics: metricsView(r)})
+	}
+	if ph := f.coord.Phase(); ph != f.phase {
+		f.phase = ph
+		if ph != "" {
+			f.events.publish(event{Type: "phase", Round: f.coord.Round(), Phase: ph})
+		}
+	}
+	if seq := f.coord.PhaseSeq(); seq != f.timerSeq {
+		f.timerSeq = seq
+		if f.timer != nil {
+			f.timer.Stop()
+		}
+		if f.coord.Phase() != "" {
+			f.timer = time.AfterFunc(f.timeout(), func() { f.expire(seq) })
+		}
+	}
+	if f.coord.Finished() && !f.finished {
+		f.finished = true
+		if f.timer != nil {
+			f.timer.Stop()
+		}
+		f.log.Info("federation finished", "round", f.coord.Round(), "stopped", f.coord.Stopped())
+		f.events.publish(event{Type: "state", State: f.stateLocked()})
+	}
+}
+
+// expire ends a phase that waited too long.
+func (f *federation) expire(seq int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.coord.PhaseSeq() != seq || f.coord.Phase() == "" {
+		return
+	}
+	f.log.Warn("phase deadline", "round", f.coord.Round(), "phase", f.coord.Phase(), "timeout", f.timeout())
+	f.dispatch(f.coord.Expire())
+	f.afterChange()
+}
+
+// stateLocked names the federation's state. Called with f.mu held.
+func (f *federation) stateLocked() string {
+	switch {
+	case f.broken != "":
+		return "broken"
+	case f.coord.Stopped():
+		return "stopped"
+	case f.coord.Finished():
+		return "finished"
+	case !f.coord.Started():
+		return "waiting"
+	case f.coord.Waiting() && f.coord.Paused():
+		return "paused"
+	case f.coord.Waiting():
+		return "resuming"
+	case f.coord.Paused():
+		return "pausing"
+	}
+	return "running"
+}
+
+// register admits a connection's hello: a new participant with the invite,
+// or a returning one with its session token. It returns false if the
+// connection was refused (the reply is queued on c).
+func (f *federation) register(c *conn, hello protocol.Message, invite, session string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	refuse := func(code, msg string) bool {
+		f.log.Warn("registration refused", "code", code, "error", msg)
+		c.send(protocol.Message{Kind: protocol.KindError, Code: code, Close: true, Err: msg})
+		return false
+	}
+	if f.broken != "" {
+		return refuse(protocol.CodeStopped, "the federation's saved state could not be restored: "+f.broken)
+	}
+	if f.finished {
+		return refuse(protocol.CodeFinished, "the federation has finished")
+	}
+	k, isNew := -1, false
+	switch {
+	case session != "":
+		var ok bool
+		if k, ok = f.sessions[hashToken(session)]; !ok {
+			return refuse(protocol.CodeUnknownSession, "no participant with this session token in this federation")
+		}
+	case hashToken(invite) == f.meta.InviteHash:
+		if len(f.names) >= f.srv.opt.MaxParticipants {
+			return refuse(protocol.CodeStarted, fmt.Sprintf("the federation is full (%d participants)", f.srv.opt.MaxParticipants))
+		}
+		k, isNew = len(f.names), true
+	default:
+		return refuse(protocol.CodeBadInvite, "the invite token is missing or not this federation's")
+	}
+	if old := f.conns[k]; old != nil {
+		// The same participant connected again (a reloaded page, a
+		// half-open connection): the newer connection wins.
+		old.send(protocol.Message{Kind: protocol.KindError, Code: protocol.CodeReplaced, Close: true, Err: "this participant connected again elsewhere"})
+		delete(f.conns, k)
+		f.dispatch(f.coord.Disconnect(k))
+	}
+	out := f.coord.Connect(k, hello)
+	for _, e := range out {
+		if e.To == k && e.Msg.Kind == protocol.KindError {
+			f.dispatch(f.coord.Disconnect(k))
+			return refuse(e.Msg.Code, e.Msg.Err)
+		}
+	}
+	c.client = k
+	if isNew {
+		tok := newToken(24)
+		name := pseudonymFor(k, f.meta.ID)
+		f.names = append(f.names, name)
+		f.sessions[hashToken(tok)] = k
+		f.meta.Sessions = append(f.meta.Sessions, sessionMeta{Hash: hashToken(tok), Client: k, Name: name})
+		if err := f.saveMeta(); err != nil {
+			f.log.Error("cannot save the new session", "error", err)
+		}
+		c.send(protocol.Message{Kind: protocol.KindWelcome, Session: tok, Name: name})
+	} else {
+		c.send(protocol.Message{Kind: protocol.KindWelcome, Name: f.name(k)})
+	}
+	f.conns[k] = c
+	f.events.publish(event{Type: "participant", Name: f.name(k), State: "connected"})
+	f.log.Info("participant connected", "client", k, "name", f.name(k), "new", isNew)
+	f.dispatch(out)
+	f.afterChange()
+	return true
+}
+
+// receive hands a decoded message to the coordinator.
+func (f *federation) receive(c *conn, m protocol.Message, size int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.conns[c.client] != c {
+		return // replaced or closed meanwhile
+	}
+	f.wireIn.Add(int64(size))
+	f.dispatch(f.coord.Receive(c.client, m))
+	f.afterChange()
+}
+
+// refuseFrame answers a frame that did not decode.
+func (f *federation) refuseFrame(c *conn, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.log.Warn("malformed frame", "client", c.client, "name", f.name(c.client), "error", err)
+	if f.conns[c.client] != c {
+		return
+	}
+	c.rejected++
+	if c.rejected > maxRejected {
+		f.abuse(c, "too many malformed frames")
+		return
+	}
+	c.send(protocol.Message{Kind: protocol.KindError, Round: f.coord.Round(), Code: protocol.CodeBadMessage, Err: err.Error()})
+}
+
+// leave records a closed connection.
+func (f *federation) leave(c *conn, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c.client < 0 || f.conns[c.client] != c {
+		return
+	}
+	delete(f.conns, c.client)
+	f.log.Info("participant left", "client", c.client, "name", f.name(c.client), "round", f.coord.Round(), "phase", f.coord.Phase(), "error", err)
+	f.events.publish(event{Type: "participant", Name: f.name(c.client), State: "away"})
+	f.dispatch(f.coord.Disconnect(c.client))
+	f.afterChange()
+}
+
+// admin runs an organizer's action.
+func (f *federation) admin(action string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.broken != "" {
+		return errors.New("the federation's saved state could not be restored")
+	}
+	switch action {
+	case "start":
+		out, err := f.coord.StartNow()
+		if err != nil {
+			return err
+		}
+		f.dispatch(out)
+	case "pause":
+		if f.finished {
+			return errors.New("the federation has finished")
+		}
+		f.coord.Pause()
+	case "resume":
+		if f.finished {
+			return errors.New("the federation has finished")
+		}
+		f.dispatch(f.coord.Resume())
+	case "stop":
+		if f.finished {
+			return errors.New("the federation has finished")
+		}
+		f.dispatch(f.coord.Stop("by the organizer"))
+		f.meta.Stopped = true
+		if err := f.saveMeta(); err != nil {
+			f.log.Error("cannot save the stop", "error", err)
+		}
+	default:
+		return fmt.Errorf("unknown action %q (start, pause, resume, stop)", action)
+	}
+	f.log.Info("organizer action", "action", action)
+	f.afterChange()
+	f.events.publish(event{Type: "state", State: f.stateLocked()})
+	return nil
+}
+
+// close ends the federation's connections and writes its last checkpoint.
+func (f *federation) close() {
+	f.mu.Lock()
+	if f.timer != nil {
+		f.timer.Stop()
+	}
+	for _, c := range f.conns {
+		c.closeNow()
+	}
+	f.conns = map[int]*conn{}
+	f.mu.Unlock()
+	f.saver.stop()
+	f.events.close()
+}
+
+// saver writes checkpoints in the background, newest first: a slow disk
+// delays checkpoints, never rounds.
+type saver struct {
+	dir     string
+	log     *slog.Logger
+	mu      sync.Mutex
+	pending *protocol.Checkpoint
+	stopped bool
+	wake    chan struct{}
+	quit    chan struct{}
+	done    chan struct{}
+	written [32]byte // digest of the setup on disk
+	saved   int      // checkpoints written
+	last    int      // round of the last one written
+}
+
+func newSaver(dir string, log *slog.Logger) *saver {
+	s := &saver{dir: dir, log: log, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+func (s *saver) offer(cp *protocol.Checkpoint) {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.pending = cp
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *saver) loop() {
+	defer close(s.done)
+	for {
+		select {
+		case <-s.wake:
+			s.flush()
+		case <-s.quit:
+			s.flush()
+			return
+		}
+	}
+}
+
+func (s *saver) flush() {
+	s.mu.Lock()
+	cp := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	if cp == nil {
+		return
+	}
+	if err := s.write(cp); err != nil {
+		s.log.Error("checkpoint not written", "round", cp.Round, "error", err)
+	}
+}
+
+func (s *saver) write(cp *protocol.Checkpoint) error {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return err
+	}
+	if d := sha256.Sum256(cp.Setup); !bytes.Equal(d[:], s.written[:]) {
+		if err := writeFileAtomic(filepath.Join(s.dir, "setup.bin"), cp.Setup); err != nil {
+			return err
+		}
+		s.written = d
+	}
+	if err := writeFileAtomic(filepath.Join(s.dir, "round.bin"), cp.RoundData); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.saved++
+	s.last = cp.Round
+	s.mu.Unlock()
+	return nil
+}
+
+// stop writes what is pending and ends the loop.
+func (s *saver) stop() {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.stopped = true
+	s.mu.Unlock()
+	close(s.quit)
+	<-s.done
+}
+
+var nameWords = [2][]string{
+	{"amber", "azure", "coral", "ivory", "jade", "lilac", "ochre", "olive", "pearl", "plum", "rose", "sage", "slate", "teal", "umber", "violet"},
+	{"badger", "crane", "dingo", "egret", "ferret", "gecko", "heron", "ibis", "koala", "lemur", "marten", "newt", "otter", "puffin", "quail", "raven"},
+}
+
+// pseudonymFor names participant k: readable on a dashboard, saying
+// nothing about who it is.
+func pseudonymFor(k int, fed string) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", fed, k)))
+	return fmt.Sprintf("%s-%s-%d", nameWords[0][h[0]%16], nameWords[1][h[1]%16], k+1)
+}

@@ -1,0 +1,153 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/secret"
+	"github.com/hyfed/hyfed/shared/session"
+)
+
+// testServer is a Server on a real loopback listener.
+type testServer struct {
+	*Server
+	http *httptest.Server
+	dir  string
+}
+
+func startServer(t *testing.T, dir string) *testServer {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	if os.Getenv("HYFED_TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	s, err := New(Options{DataDir: dir, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httptest.NewServer(s.Handler())
+	ts := &testServer{Server: s, http: h, dir: dir}
+	t.Cleanup(ts.stop)
+	return ts
+}
+
+func (ts *testServer) stop() {
+	ts.http.CloseClientConnections()
+	ts.http.Close()
+	ts.Server.Close()
+}
+
+// create makes a federation through the API and returns its link.
+func (ts *testServer) create(t *testing.T, req CreateRequest, sec secret.Secret, scheme string) (session.Link, *CreateResponse) {
+	t.Helper()
+	req.Fingerprint = sec.Fingerprint()
+	req.Scheme = scheme
+	var resp CreateResponse
+	if code := ts.call(t, "POST", "/api/federations", "", req, &resp); code != http.StatusCreated {
+		t.Fatalf("create: HTTP %d", code)
+	}
+	frag := sec.String()
+	if scheme == "plaintext" {
+		frag = "plaintext:" + frag
+	}
+	l, err := session.ParseLink(ts.http.URL + resp.JoinPath + "#" + frag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, &resp
+}
+
+// call sends a JSON request and decodes the JSON answer into out.
+func (ts *testServer) call(t *testing.T, method, path, token string, in, out any) int {
+	t.Helper()
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, ts.http.URL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: HTTP %d %s: %v", method, path, resp.StatusCode, b, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+func (ts *testServer) status(t *testing.T, id string) Status {
+	t.Helper()
+	var st Status
+	if code := ts.call(t, "GET", "/api/federations/"+id, "", nil, &st); code != 200 {
+		t.Fatalf("status: HTTP %d", code)
+	}
+	return st
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// smallData is a small synthetic federation: 6 blocks (3 sample groups x 2
+// feature groups).
+func smallData(t *testing.T) *experiment.Prepared {
+	t.Helper()
+	p, err := experiment.Prepare(experiment.Options{Data: "synthetic:360,12,1,0.05,3", Holdout: 0.2, Partition: "grid:3,2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func blockPtrs(bs []partition.Block) []*partition.Block {
+	out := make([]*partition.Block, len(bs))
+	for i := range bs {
+		out[i] = &bs[i]
+	}
+	return out
+}
+
+func dialer() session.Dialer { return session.WebSocket(64 << 20) }
+
+func runAll(ctx context.Context, l session.Link, blocks []*partition.Block) ([]*session.Result, error) {
+	return session.RunMany(ctx, l, blocks, session.Options{Dial: dialer(), RetryFor: 20 * time.Second})
+}
+
+func sameFloat(a, b float64) bool { return a == b || (a != a && b != b) }
+
+func fmtRound(r *MetricsView) string {
+	return fmt.Sprintf("round %d primal %v dual %v", r.Round, float64(r.Primal), float64(r.Dual))
+}

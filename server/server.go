@@ -1,0 +1,350 @@
+// Package server is hyfed's coordinator service: federations created
+// through a JSON API, participants on websockets, the coordinator state
+// machine of shared/protocol under one lock per federation, checkpoints
+// after every round, a status API and a live event stream, and the web
+// pages (embedded).
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/seal"
+)
+
+// Options configure a Server.
+type Options struct {
+	// DataDir holds one folder per federation (meta.json, checkpoints).
+	DataDir string
+	// AllowedOrigins are the page origins, besides the server's own, whose
+	// websockets are accepted ("*" for any).
+	AllowedOrigins []string
+	// Limits bound every frame a participant sends.
+	Limits protocol.Limits
+	// MaxParticipants bounds each federation's registrations.
+	MaxParticipants int
+	// CreateToken, if set, is required (as a bearer token) to create
+	// federations.
+	CreateToken string
+	Log         *slog.Logger
+}
+
+// Server holds the federations.
+type Server struct {
+	opt  Options
+	log  *slog.Logger
+	mu   sync.Mutex
+	feds map[string]*federation
+}
+
+// New opens the data directory and restores every federation in it.
+func New(opt Options) (*Server, error) {
+	if opt.DataDir == "" {
+		return nil, errors.New("server: no data directory")
+	}
+	if opt.Limits.MaxBytes == 0 {
+		opt.Limits = protocol.Limits{MaxBytes: 64 << 20, MaxChunks: protocol.DefaultLimits.MaxChunks}
+	}
+	if opt.MaxParticipants == 0 {
+		opt.MaxParticipants = 10000
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{opt: opt, log: opt.Log, feds: map[string]*federation{}}
+	root := filepath.Join(opt.DataDir, "federations")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("server: data directory: %w", err)
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("server: data directory: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		path := filepath.Join(root, e.Name(), "meta.json")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			s.log.Error("skipping federation folder", "path", path, "error", err)
+			continue
+		}
+		var m meta
+		if err := json.Unmarshal(b, &m); err != nil {
+			s.log.Error("skipping federation folder", "path", path, "error", err)
+			continue
+		}
+		scheme, err := seal.ByName(m.Scheme)
+		if err != nil {
+			s.log.Error("skipping federation folder", "path", path, "error", err)
+			continue
+		}
+		f := newFederation(s, m, scheme)
+		if err := f.loadCoordinator(); err != nil {
+			// Keep it visible as broken rather than losing it.
+			s.log.Error("federation cannot be restored", "id", m.ID, "error", err)
+			f.broken = err.Error()
+			f.coord, _ = protocol.NewCoordinator(m.Config, scheme)
+			if f.coord == nil {
+				continue
+			}
+		}
+		s.feds[m.ID] = f
+	}
+	return s, nil
+}
+
+// Close ends every connection and writes the last checkpoints.
+func (s *Server) Close() {
+	s.mu.Lock()
+	feds := make([]*federation, 0, len(s.feds))
+	for _, f := range s.feds {
+		feds = append(feds, f)
+	}
+	s.mu.Unlock()
+	for _, f := range feds {
+		f.close()
+	}
+}
+
+func (s *Server) federation(id string) *federation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.feds[id]
+}
+
+// CreateRequest is the body of POST /api/federations.
+type CreateRequest struct {
+	Name   string `json:"name"`
+	Algo   string `json:"algo"`   // hyfdca
+	Scheme string `json:"scheme"` // bgv (default) or plaintext
+
+	Step     string  `json:"step"`
+	Search   string  `json:"search"`
+	Estimate string  `json:"estimate"`
+	Loss     string  `json:"loss"`
+	Lambda   float64 `json:"lambda"`
+	Rounds   int     `json:"rounds"`
+	Fraction float64 `json:"fraction"`
+	Inner    int     `json:"inner"`
+	IIC      float64 `json:"iic"`
+	Gamma    float64 `json:"gamma"`
+	Seed     uint64  `json:"seed"`
+
+	// MinParticipants is how many registrations start the federation
+	// (unless ManualStart: then the organizer starts it).
+	MinParticipants int      `json:"min_participants"`
+	ManualStart     bool     `json:"manual_start"`
+	RoundTimeout    Duration `json:"round_timeout"`
+	NumFeatures     int      `json:"num_features"`
+	// Fingerprint is the key fingerprint of the organizer's secret: only
+	// participants holding that secret are admitted.
+	Fingerprint string `json:"fingerprint"`
+	Demo        bool   `json:"demo,omitempty"`
+}
+
+// CreateResponse is what creating a federation returns. The tokens are
+// shown once; the server keeps only their hashes.
+type CreateResponse struct {
+	ID          string `json:"id"`
+	AdminToken  string `json:"admin_token"`
+	InviteToken string `json:"invite_token"`
+	// JoinPath is the join link without its secret: append
+	// "#<secret>" (only the organizer has it).
+	JoinPath      string `json:"join_path"`
+	DashboardPath string `json:"dashboard_path"`
+}
+
+// Create sets up a federation.
+func (s *Server) Create(req CreateRequest) (*CreateResponse, error) {
+	if req.Algo == "" {
+		req.Algo = "hyfdca"
+	}
+	if req.Algo != "hyfdca" {
+		return nil, fmt.Errorf("algo %q: this server runs hyfdca", req.Algo)
+	}
+	if req.Scheme == "" {
+		req.Scheme = "bgv"
+	}
+	scheme, err := seal.ByName(req.Scheme)
+	if err != nil {
+		return nil, fmt.Errorf("scheme: %w", err)
+	}
+	if req.MinParticipants < 1 {
+		return nil, fmt.Errorf("min_participants %d: at least 1", req.MinParticipants)
+	}
+	if req.MinParticipants > s.opt.MaxParticipants {
+		return nil, fmt.Errorf("min_participants %d: this server admits at most %d per federation", req.MinParticipants, s.opt.MaxParticipants)
+	}
+	if req.RoundTimeout == 0 {
+		req.RoundTimeout = Duration(time.Minute)
+	}
+	if req.RoundTimeout < Duration(time.Second) || req.RoundTimeout > Duration(24*time.Hour) {
+		return nil, fmt.Errorf("round_timeout %v: between 1s and 24h", time.Duration(req.RoundTimeout))
+	}
+	if len(req.Name) > 200 {
+		return nil, errors.New("name: at most 200 bytes")
+	}
+	if req.Fingerprint != "" && len(req.Fingerprint) != 32 {
+		return nil, fmt.Errorf("fingerprint: %d characters, want 32 hex digits", len(req.Fingerprint))
+	}
+	if req.Inner == 0 && req.IIC == 0 {
+		req.IIC = 0.2
+	}
+	cfg := protocol.Config{Lambda: req.Lambda, Loss: req.Loss, Step: req.Step, Inner: req.Inner, IIC: req.IIC,
+		Gamma: req.Gamma, Fraction: req.Fraction, Rounds: req.Rounds, Search: req.Search, Estimate: req.Estimate,
+		Seed: req.Seed, Clients: req.MinParticipants, NumFeatures: req.NumFeatures}
+	if cfg.Lambda == 0 {
+		cfg.Lambda = 1e-3
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Rounds < 1 {
+		return nil, fmt.Errorf("rounds %d: at least 1", cfg.Rounds)
+	}
+	admin, invite := newToken(24), newToken(18)
+	m := meta{ID: strings.ToLower(newToken(9)), Name: req.Name, Created: time.Now().UTC(), Algo: req.Algo,
+		Scheme: scheme.Name(), Config: cfg, Fingerprint: req.Fingerprint, RoundTimeout: req.RoundTimeout,
+		AutoStart: !req.ManualStart, AdminHash: hashToken(admin), InviteHash: hashToken(invite), Demo: req.Demo}
+	m.ID = strings.NewReplacer("-", "x", "_", "y").Replace(m.ID)
+	f := newFederation(s, m, scheme)
+	f.mu.Lock()
+	err = f.saveMeta()
+	f.mu.Unlock()
+	if err != nil {
+		f.saver.stop()
+		return nil, err
+	}
+	if err := f.loadCoordinator(); err != nil {
+		f.saver.stop()
+		return nil, err
+	}
+	s.mu.Lock()
+	s.feds[m.ID] = f
+	s.mu.Unlock()
+	s.log.Info("federation created", "id", m.ID, "name", m.Name, "min_participants", cfg.Clients, "rounds", cfg.Rounds, "scheme", m.Scheme)
+	return &CreateResponse{ID: m.ID, AdminToken: admin, InviteToken: invite,
+		JoinPath: "/join/" + m.ID + "?invite=" + invite, DashboardPath: "/federations/" + m.ID}, nil
+}
+
+// ParticipantView is a participant as the status shows it.
+type ParticipantView struct {
+	Name     string `json:"name"`
+	State    string `json:"state"` // connected, ready, away, left-before-start
+	Samples  int    `json:"samples"`
+	Features int    `json:"features"`
+	Active   bool   `json:"active"`
+}
+
+// ConfigView is the public configuration.
+type ConfigView struct {
+	Algo            string  `json:"algo"`
+	Scheme          string  `json:"scheme"`
+	Step            string  `json:"step"`
+	Search          string  `json:"search"`
+	Loss            string  `json:"loss"`
+	Lambda          float64 `json:"lambda"`
+	Rounds          int     `json:"rounds"`
+	Fraction        float64 `json:"fraction"`
+	Inner           int     `json:"inner"`
+	IIC             float64 `json:"iic"`
+	MinParticipants int     `json:"min_participants"`
+	ManualStart     bool    `json:"manual_start"`
+	RoundTimeout    string  `json:"round_timeout"`
+	NumFeatures     int     `json:"num_features"`
+	Seed            uint64  `json:"seed"`
+}
+
+// Status is GET /api/federations/{id}.
+type Status struct {
+	ID           string            `json:"id"`
+	Name         string            `json:"name"`
+	Created      time.Time         `json:"created"`
+	State        string            `json:"state"`
+	Error        string            `json:"error,omitempty"`
+	Demo         bool              `json:"demo,omitempty"`
+	Config       ConfigView        `json:"config"`
+	Round        int               `json:"round"`
+	Phase        string            `json:"phase"`
+	Samples      int               `json:"training_samples"`
+	Participants []ParticipantView `json:"participants"`
+	History      []*MetricsView    `json:"history"`
+	WireIn       int64             `json:"wire_bytes_to_server"`
+	WireOut      int64             `json:"wire_bytes_from_server"`
+}
+
+func (f *federation) status() Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cfg := f.coord.Config()
+	st := Status{ID: f.meta.ID, Name: f.meta.Name, Created: f.meta.Created, State: f.stateLocked(), Error: f.broken, Demo: f.meta.Demo,
+		Config: ConfigView{Algo: f.meta.Algo, Scheme: f.meta.Scheme, Step: cfg.Step, Search: cfg.Search, Loss: cfg.Loss,
+			Lambda: cfg.Lambda, Rounds: cfg.Rounds, Fraction: cfg.Fraction, Inner: cfg.Inner, IIC: cfg.IIC,
+			MinParticipants: cfg.Clients, ManualStart: !f.meta.AutoStart, RoundTimeout: time.Duration(f.meta.RoundTimeout).String(),
+			NumFeatures: cfg.NumFeatures, Seed: cfg.Seed},
+		Round: f.coord.Round(), Phase: f.coord.Phase(), Samples: f.coord.NumTrain(),
+		Participants: []ParticipantView{}, History: []*MetricsView{},
+		WireIn: f.wireIn.Load(), WireOut: f.wireOut.Load()}
+	infos := f.coord.Clients()
+	for k, name := range f.names {
+		pv := ParticipantView{Name: name, State: "left-before-start"}
+		if k < len(infos) && infos[k].Registered {
+			ci := infos[k]
+			pv.Samples, pv.Features, pv.Active = ci.Samples, ci.Features, ci.Active
+			switch {
+			case ci.Connected && ci.Ready:
+				pv.State = "ready"
+			case ci.Connected:
+				pv.State = "connected"
+			default:
+				pv.State = "away"
+			}
+		}
+		st.Participants = append(st.Participants, pv)
+	}
+	for _, r := range f.coord.History() {
+		st.History = append(st.History, metricsView(r))
+	}
+	return st
+}
+
+// Summary is one line of GET /api/federations.
+type Summary struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	State        string    `json:"state"`
+	Created      time.Time `json:"created"`
+	Round        int       `json:"round"`
+	Rounds       int       `json:"rounds"`
+	Participants int       `json:"participants"`
+	Demo         bool      `json:"demo,omitempty"`
+}
+
+func (s *Server) list() []Summary {
+	s.mu.Lock()
+	feds := make([]*federation, 0, len(s.feds))
+	for _, f := range s.feds {
+		feds = append(feds, f)
+	}
+	s.mu.Unlock()
+	out := []Summary{}
+	for _, f := range feds {
+		f.mu.Lock()
+		out = append(out, Summary{ID: f.meta.ID, Name: f.meta.Name, State: f.stateLocked(), Created: f.meta.Created,
+			Round: f.coord.Round(), Rounds: f.coord.Config().Rounds, Participants: len(f.names), Demo: f.meta.Demo})
+		f.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })
+	return out
+}

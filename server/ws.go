@@ -1,0 +1,258 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/hyfed/hyfed/shared/protocol"
+)
+
+// Keepalive: the server pings every pingEvery and drops a connection that
+// has sent nothing (not even a pong) for pongWait.
+const (
+	pingEvery = 20 * time.Second
+	pongWait  = 60 * time.Second
+	writeWait = 60 * time.Second
+	helloWait = 30 * time.Second
+	// maxQueued bounds the bytes queued for one slow participant (in
+	// sealed chunks' wire size): past it the connection is dropped, its
+	// participant leaves the round, and it may come back.
+	maxQueued = 1 << 30
+)
+
+// conn is one participant's websocket. A reader goroutine decodes frames
+// and hands them to the federation; a writer goroutine encodes and sends
+// what the federation queued, in order, and pings.
+type conn struct {
+	f      *federation
+	ws     *websocket.Conn
+	client int
+
+	mu       sync.Mutex
+	queue    []protocol.Message
+	queued   int
+	wake     chan struct{}
+	closing  bool // a closing message is queued: nothing after it
+	closed   chan struct{}
+	once     sync.Once
+	rejected int // messages rejected so far (guarded by f.mu)
+}
+
+func newConn(f *federation, ws *websocket.Conn) *conn {
+	return &conn{f: f, ws: ws, client: -1, wake: make(chan struct{}, 1), closed: make(chan struct{})}
+}
+
+// send queues a message; it never blocks the federation.
+func (c *conn) send(m protocol.Message) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	c.queue = append(c.queue, m)
+	c.queued += m.WireSize(c.f.scheme)
+	over := c.queued > maxQueued
+	if m.Close {
+		c.closing = true
+	}
+	c.mu.Unlock()
+	if over {
+		c.f.log.Warn("participant too slow: queue over the limit", "client", c.client)
+		c.closeNow()
+		return
+	}
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *conn) closeNow() {
+	c.once.Do(func() {
+		close(c.closed)
+		c.ws.Close()
+	})
+}
+
+func (c *conn) writeLoop() {
+	ping := time.NewTicker(pingEvery)
+	defer ping.Stop()
+	defer c.closeNow()
+	for {
+		select {
+		case <-c.closed:
+			return
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
+				return
+			}
+		case <-c.wake:
+			c.mu.Lock()
+			batch := c.queue
+			c.queue, c.queued = nil, 0
+			c.mu.Unlock()
+			for _, m := range batch {
+				frame, err := protocol.EncodeMessage(c.f.scheme, m)
+				if err != nil {
+					c.f.log.Error("cannot encode a message", "client", c.client, "kind", m.Kind, "error", err)
+					return
+				}
+				c.ws.SetWriteDeadline(time.Now().Add(writeWait))
+				if err := c.ws.WriteMessage(websocket.BinaryMessage, frame); err != nil {
+					return
+				}
+				c.f.wireOut.Add(int64(len(frame)))
+				if m.Close {
+					code := websocket.ClosePolicyViolation
+					if m.Code == protocol.CodeDeadline || m.Code == protocol.CodeReplaced || m.Code == protocol.CodeStopped || m.Code == protocol.CodeFinished {
+						code = websocket.CloseNormalClosure
+					}
+					reason := m.Code
+					c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+					// Let the close frame go out before the socket does.
+					time.Sleep(50 * time.Millisecond)
+					return
+				}
+			}
+		}
+	}
+}
+
+// serve runs a participant's connection until it ends.
+func (c *conn) serve(invite, session string) {
+	go c.writeLoop()
+	lim := c.f.srv.opt.Limits
+	c.ws.SetReadLimit(int64(lim.MaxBytes))
+	c.ws.SetReadDeadline(time.Now().Add(helloWait))
+	c.ws.SetPongHandler(func(string) error {
+		c.ws.SetReadDeadline(time.Now().Add(pongWait))
+		return nil
+	})
+	var err error
+	defer func() {
+		c.f.leave(c, err)
+		c.closeNow()
+	}()
+	frame, err := c.read()
+	if err != nil {
+		if !errors.Is(err, errClosed) {
+			c.send(protocol.Message{Kind: protocol.KindError, Code: codeOf(err), Close: true, Err: "no hello: " + err.Error()})
+		}
+		return
+	}
+	hello, err := protocol.DecodeMessage(c.f.scheme, frame, c.f.limits())
+	if err != nil {
+		c.send(protocol.Message{Kind: protocol.KindError, Code: protocol.CodeBadMessage, Close: true, Err: err.Error()})
+		return
+	}
+	if hello.Kind != protocol.KindHello {
+		c.send(protocol.Message{Kind: protocol.KindError, Code: protocol.CodeOutOfPhase, Close: true, Err: "the first message must be a hello, got " + string(hello.Kind)})
+		return
+	}
+	if !c.f.register(c, hello, invite, session) {
+		return
+	}
+	for {
+		c.ws.SetReadDeadline(time.Now().Add(pongWait))
+		frame, err = c.read()
+		if err != nil {
+			if !errors.Is(err, errClosed) && codeOf(err) == protocol.CodeTooLarge {
+				c.f.mu.Lock()
+				c.f.abuse(c, err.Error())
+				c.f.mu.Unlock()
+			}
+			return
+		}
+		m, derr := protocol.DecodeMessage(c.f.scheme, frame, c.f.limits())
+		if derr != nil {
+			c.f.refuseFrame(c, derr)
+			continue
+		}
+		c.f.receive(c, m, len(frame))
+	}
+}
+
+var errClosed = errors.New("connection closed")
+
+type frameError struct {
+	code string
+	err  error
+}
+
+func (e *frameError) Error() string { return e.err.Error() }
+func (e *frameError) Unwrap() error { return e.err }
+
+func codeOf(err error) string {
+	var fe *frameError
+	if errors.As(err, &fe) {
+		return fe.code
+	}
+	return protocol.CodeBadMessage
+}
+
+func (c *conn) read() ([]byte, error) {
+	typ, b, err := c.ws.ReadMessage()
+	if err != nil {
+		if errors.Is(err, websocket.ErrReadLimit) {
+			return nil, &frameError{protocol.CodeTooLarge, errors.New("frame exceeds the read limit")}
+		}
+		return nil, errClosed
+	}
+	if typ != websocket.BinaryMessage {
+		return nil, &frameError{protocol.CodeBadMessage, errors.New("text frame: the protocol speaks binary frames")}
+	}
+	return b, nil
+}
+
+// limits are the decode limits: the layout's chunk count once known.
+func (f *federation) limits() protocol.Limits {
+	lim := f.srv.opt.Limits
+	f.mu.Lock()
+	n := f.coord.NumSlots()
+	f.mu.Unlock()
+	if n > 0 {
+		lim.MaxChunks = n/f.scheme.ChunkLen() + 1
+	}
+	return lim
+}
+
+// upgrader checks origins against the server's list.
+func (s *Server) upgrader() *websocket.Upgrader {
+	return &websocket.Upgrader{
+		ReadBufferSize:  64 << 10,
+		WriteBufferSize: 64 << 10,
+		CheckOrigin:     s.checkOrigin,
+	}
+}
+
+// checkOrigin admits native clients (no Origin header), pages of this
+// server, and the origins configured.
+func (s *Server) checkOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	for _, o := range s.opt.AllowedOrigins {
+		if o == "*" || o == origin {
+			return true
+		}
+	}
+	return origin == "http://"+r.Host || origin == "https://"+r.Host
+}
+
+// refuseRaw sends one typed error on a socket that belongs to no
+// federation, and closes it.
+func refuseRaw(ws *websocket.Conn, code, msg string) {
+	defer ws.Close()
+	frame, err := protocol.EncodeMessage(nil, protocol.Message{Kind: protocol.KindError, Code: code, Close: true, Err: msg})
+	if err != nil {
+		return
+	}
+	ws.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if ws.WriteMessage(websocket.BinaryMessage, frame) == nil {
+		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, code), time.Now().Add(time.Second))
+	}
+}

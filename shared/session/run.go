@@ -1,0 +1,206 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/seal"
+)
+
+// Conn is one message-oriented connection to the server.
+type Conn interface {
+	// Read returns the next binary frame.
+	Read(ctx context.Context) ([]byte, error)
+	// Write sends one binary frame.
+	Write(ctx context.Context, frame []byte) error
+	Close() error
+}
+
+// Dialer opens a connection to a websocket URL.
+type Dialer func(ctx context.Context, url string) (Conn, error)
+
+// Options configure Run.
+type Options struct {
+	Dial Dialer
+	Log  *slog.Logger
+	// Session, if set, reconnects as an already registered participant.
+	Session string
+	// OnWelcome sees the session token and name once the server accepts
+	// the registration (to keep the token, or to start the next client).
+	OnWelcome func(session, name string)
+	// OnMessage sees every message from the coordinator (progress).
+	OnMessage func(m *protocol.Message)
+	// RetryFor bounds how long Run keeps trying to reach the server without
+	// success before it gives up (default 2 minutes).
+	RetryFor time.Duration
+	// Limits bound the frames accepted from the server.
+	Limits protocol.Limits
+}
+
+// Result is what a participant saw of a finished federation.
+type Result struct {
+	Session    string
+	Name       string
+	Rounds     int // last round seen
+	Reconnects int
+	BytesSent  int
+	BytesRecv  int
+}
+
+// ErrFatal wraps errors that reconnecting cannot fix.
+var ErrFatal = errors.New("session")
+
+// fatalCodes are server errors that end the session.
+var fatalCodes = map[string]bool{
+	protocol.CodeWrongSecret: true, protocol.CodeBadInvite: true, protocol.CodeUnknownFederation: true,
+	protocol.CodeUnknownSession: true, protocol.CodeStarted: true, protocol.CodeSchema: true,
+	protocol.CodeStopped: true, protocol.CodeAbuse: true,
+}
+
+// Run takes part in the federation of the link with one block until it
+// finishes: it registers, answers every message, and after a lost
+// connection comes back with its session token (a fresh participant: the
+// server sets it up again and refreshes its dual values).
+func Run(ctx context.Context, l Link, b *partition.Block, o Options) (*Result, error) {
+	if o.Dial == nil {
+		return nil, errors.New("session: no dialer")
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if o.RetryFor == 0 {
+		o.RetryFor = 2 * time.Minute
+	}
+	if o.Limits.MaxBytes == 0 {
+		o.Limits = protocol.DefaultLimits
+	}
+	scheme, err := seal.ByName(l.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	key, err := seal.NewKeyFor(scheme, l.Secret.Derive(seal.KeyPurpose))
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Session: o.Session}
+	lastOK := time.Now()
+	backoff := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		p, err := protocol.NewParticipant(b, l.Secret, key)
+		if err != nil {
+			return res, err
+		}
+		done, err := runOnce(ctx, l, p, scheme, res, &o, log)
+		if done {
+			return res, err
+		}
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		if err != nil && errors.Is(err, ErrFatal) {
+			return res, err
+		}
+		if err == nil {
+			lastOK, backoff = time.Now(), 100*time.Millisecond
+		}
+		if time.Since(lastOK) > o.RetryFor {
+			return res, fmt.Errorf("session: no working connection for %v: %w", o.RetryFor, err)
+		}
+		log.Info("connection lost; reconnecting", "error", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+		res.Reconnects++
+	}
+}
+
+// runOnce runs one connection. It returns done when the federation is over
+// (or the session cannot go on), and otherwise the reason the connection
+// ended (nil if it had worked: registered and exchanged messages).
+func runOnce(ctx context.Context, l Link, p *protocol.Participant, scheme seal.Scheme, res *Result, o *Options, log *slog.Logger) (bool, error) {
+	c, err := o.Dial(ctx, l.SocketURL(res.Session))
+	if err != nil {
+		return false, fmt.Errorf("connect: %w", err)
+	}
+	defer c.Close()
+	send := func(m protocol.Message) error {
+		f, err := protocol.EncodeMessage(scheme, m)
+		if err != nil {
+			return err
+		}
+		res.BytesSent += len(f)
+		return c.Write(ctx, f)
+	}
+	if err := send(p.Hello()); err != nil {
+		return false, fmt.Errorf("send hello: %w", err)
+	}
+	welcomed := false
+	for {
+		f, err := c.Read(ctx)
+		if err != nil {
+			if !welcomed {
+				return false, fmt.Errorf("before the welcome: %w", err)
+			}
+			return false, nil
+		}
+		res.BytesRecv += len(f)
+		m, err := protocol.DecodeMessage(scheme, f, o.Limits)
+		if err != nil {
+			// A server speaking another version or scheme: retrying
+			// will not help.
+			return true, fmt.Errorf("%w: the server sent a message this participant cannot read: %v", ErrFatal, err)
+		}
+		if o.OnMessage != nil {
+			o.OnMessage(&m)
+		}
+		if m.Round > res.Rounds {
+			res.Rounds = m.Round
+		}
+		switch m.Kind {
+		case protocol.KindWelcome:
+			welcomed = true
+			res.Session, res.Name = m.Session, m.Name
+			if o.OnWelcome != nil {
+				o.OnWelcome(m.Session, m.Name)
+			}
+			continue
+		case protocol.KindDone:
+			return true, nil
+		case protocol.KindError:
+			err := &protocol.CodedError{Code: m.Code, Msg: m.Err}
+			switch {
+			case m.Code == protocol.CodeFinished:
+				return true, nil
+			case fatalCodes[m.Code]:
+				return true, fmt.Errorf("%w: server: %w", ErrFatal, err)
+			case m.Close:
+				log.Warn("server closed the connection", "code", m.Code, "error", m.Err)
+				return false, err
+			default:
+				log.Warn("server rejected a message", "code", m.Code, "error", m.Err)
+				continue
+			}
+		}
+		replies, err := p.Handle(m)
+		if err != nil {
+			// The participant's state no longer fits the federation's:
+			// start afresh through a reconnect and a refresh.
+			log.Warn("participant error; reconnecting afresh", "error", err)
+			return false, err
+		}
+		for _, r := range replies {
+			if err := send(r); err != nil {
+				return false, nil
+			}
+		}
+	}
+}
