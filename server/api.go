@@ -11,8 +11,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/labstack/echo/v4"
 	"github.com/hyfed/hyfed/web"
+	"github.com/labstack/echo/v4"
 )
 
 // Handler returns the HTTP routes:
