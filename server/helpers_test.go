@@ -28,11 +28,20 @@ type testServer struct {
 
 func startServer(t *testing.T, dir string) *testServer {
 	t.Helper()
+	return startServerWith(t, dir, nil)
+}
+
+func startServerWith(t *testing.T, dir string, edit func(*Options)) *testServer {
+	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	if os.Getenv("HYFED_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	s, err := New(Options{DataDir: dir, Log: log})
+	opt := Options{DataDir: dir, Log: log}
+	if edit != nil {
+		edit(&opt)
+	}
+	s, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

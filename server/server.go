@@ -36,6 +36,10 @@ type Options struct {
 	// federations.
 	CreateToken string
 	Log         *slog.Logger
+	// Received, if set, sees every frame a participant's connection
+	// delivered, before it is decoded: what the server actually got (the
+	// privacy tests and the curious-server demonstration read it).
+	Received func(federation string, client int, frame []byte)
 }
 
 // Server holds the federations.

@@ -31,18 +31,19 @@ type conn struct {
 	ws     *websocket.Conn
 	client int
 
-	mu       sync.Mutex
-	queue    []protocol.Message
-	queued   int
-	wake     chan struct{}
-	closing  bool // a closing message is queued: nothing after it
-	closed   chan struct{}
-	once     sync.Once
-	rejected int // messages rejected so far (guarded by f.mu)
+	mu         sync.Mutex
+	queue      []protocol.Message
+	queued     int
+	wake       chan struct{}
+	closing    bool // a closing message is queued: nothing after it
+	closed     chan struct{}
+	writerDone chan struct{}
+	once       sync.Once
+	rejected   int // messages rejected so far (guarded by f.mu)
 }
 
 func newConn(f *federation, ws *websocket.Conn) *conn {
-	return &conn{f: f, ws: ws, client: -1, wake: make(chan struct{}, 1), closed: make(chan struct{})}
+	return &conn{f: f, ws: ws, client: -1, wake: make(chan struct{}, 1), closed: make(chan struct{}), writerDone: make(chan struct{})}
 }
 
 // send queues a message; it never blocks the federation.
@@ -78,6 +79,7 @@ func (c *conn) closeNow() {
 }
 
 func (c *conn) writeLoop() {
+	defer close(c.writerDone)
 	ping := time.NewTicker(pingEvery)
 	defer ping.Stop()
 	defer c.closeNow()
@@ -134,6 +136,16 @@ func (c *conn) serve(invite, session string) {
 	var err error
 	defer func() {
 		c.f.leave(c, err)
+		c.mu.Lock()
+		closing := c.closing
+		c.mu.Unlock()
+		if closing {
+			// Let the writer deliver the closing error first.
+			select {
+			case <-c.writerDone:
+			case <-time.After(5 * time.Second):
+			}
+		}
 		c.closeNow()
 	}()
 	frame, err := c.read()
@@ -195,6 +207,9 @@ func codeOf(err error) string {
 
 func (c *conn) read() ([]byte, error) {
 	typ, b, err := c.ws.ReadMessage()
+	if err == nil && c.f.srv.opt.Received != nil {
+		c.f.srv.opt.Received(c.f.meta.ID, c.client, b)
+	}
 	if err != nil {
 		if errors.Is(err, websocket.ErrReadLimit) {
 			return nil, &frameError{protocol.CodeTooLarge, errors.New("frame exceeds the read limit")}

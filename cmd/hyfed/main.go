@@ -5,6 +5,10 @@
 //	hyfed central     train centrally (the optimum P* federated runs aim for)
 //	hyfed partition   split a data set into one file per client
 //	hyfed bench       time one round, split by phase
+//	hyfed serve       run the server (federations, websockets, dashboard)
+//	hyfed create      create a federation on a server, print its join link
+//	hyfed join        take part with one block file
+//	hyfed sim         run many native participants against a federation
 package main
 
 import (
@@ -16,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"syscall"
 )
 
 type command struct {
@@ -28,6 +33,10 @@ var commands = []command{
 	{"central", "train centrally with SDCA to a relative duality gap of 1e-9", runCentral},
 	{"partition", "split a data set into one block file per client", runPartition},
 	{"bench", "time rounds at Fashion-MNIST scale, split by phase", runBench},
+	{"serve", "run the server: federations, participants' websockets, dashboard", runServe},
+	{"create", "create a federation on a server and print its join link", runCreate},
+	{"join", "take part in a federation with one block file", runJoin},
+	{"sim", "run many native participants (one block each) against a federation", runSim},
 }
 
 func usage(w io.Writer) {
@@ -39,7 +48,7 @@ func usage(w io.Writer) {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }

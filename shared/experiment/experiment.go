@@ -230,30 +230,13 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 	written := 0
 	elapsed := 0.0
 	lastProgress := time.Time{}
-	s.RoundsTo = map[string]int{}
-	s.SecondsTo = map[string]float64{}
-	for _, th := range Thresholds {
-		s.RoundsTo[thKey(th)] = -1
-		s.SecondsTo[thKey(th)] = -1
-	}
 	var werr error
 	flushRows := func() {
 		h := coord.History()
 		for ; written < len(h); written++ {
 			r := h[written]
 			elapsed = time.Since(start).Seconds()
-			rel := (r.Primal - s.PStar) / s.PStar
-			for _, th := range Thresholds {
-				if s.RoundsTo[thKey(th)] < 0 && rel < th {
-					s.RoundsTo[thKey(th)] = r.Round
-					s.SecondsTo[thKey(th)] = elapsed
-				}
-			}
-			if written > 0 && r.Dual < h[written-1].Dual-1e-12*math.Abs(h[written-1].Dual) {
-				s.DualDecreases++
-			}
-			s.BytesIn += r.BytesIn
-			s.BytesOut += r.BytesOut
+			rel := s.AddRound(h[:written], r, elapsed)
 			if w != nil && werr == nil {
 				werr = w.Write(csvRow(r, rel, elapsed))
 			}
@@ -287,12 +270,43 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 	if hist != nil {
 		*hist = h
 	}
-	last := h[len(h)-1]
+	s.Finish(h[len(h)-1], time.Since(start).Seconds())
+	return s, nil
+}
+
+// AddRound adds round r (after the rounds in prev) to the summary's
+// thresholds, dual decreases and bytes, elapsed seconds into the run, and
+// returns r's relative loss.
+func (s *Summary) AddRound(prev []protocol.RoundMetrics, r protocol.RoundMetrics, elapsed float64) float64 {
+	if s.RoundsTo == nil {
+		s.RoundsTo = map[string]int{}
+		s.SecondsTo = map[string]float64{}
+		for _, th := range Thresholds {
+			s.RoundsTo[thKey(th)] = -1
+			s.SecondsTo[thKey(th)] = -1
+		}
+	}
+	rel := (r.Primal - s.PStar) / s.PStar
+	for _, th := range Thresholds {
+		if s.RoundsTo[thKey(th)] < 0 && rel < th {
+			s.RoundsTo[thKey(th)] = r.Round
+			s.SecondsTo[thKey(th)] = elapsed
+		}
+	}
+	if n := len(prev); n > 0 && r.Dual < prev[n-1].Dual-1e-12*math.Abs(prev[n-1].Dual) {
+		s.DualDecreases++
+	}
+	s.BytesIn += r.BytesIn
+	s.BytesOut += r.BytesOut
+	return rel
+}
+
+// Finish records the last round's results and the run's seconds.
+func (s *Summary) Finish(last protocol.RoundMetrics, seconds float64) {
 	s.Primal, s.Dual, s.Gap = last.Primal, last.Dual, last.Gap
 	s.RelativeLoss = (last.Primal - s.PStar) / s.PStar
 	s.Accuracy, s.TrainAccuracy = last.HeldAcc, last.TrainAcc
-	s.Seconds = time.Since(start).Seconds()
-	return s, nil
+	s.Seconds = seconds
 }
 
 func thKey(th float64) string { return strconv.FormatFloat(th, 'g', -1, 64) }

@@ -236,6 +236,9 @@ func (c *Coordinator) connect(k int, h Message) error {
 	if c.finished {
 		return Errorf(CodeFinished, "the federation has finished")
 	}
+	if k < len(c.clients) && c.clients[k].hello != nil && c.clients[k].connected {
+		return Errorf(CodeOutOfPhase, "client %d: already connected", k)
+	}
 	if c.fingerprint != "" && h.Fingerprint != c.fingerprint {
 		return Errorf(CodeWrongSecret, "key fingerprint does not match the federation's: the link's secret is not this federation's")
 	}

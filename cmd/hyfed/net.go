@@ -1,0 +1,405 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hyfed/hyfed/server"
+	"github.com/hyfed/hyfed/shared/central"
+	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/loss"
+	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/secret"
+	"github.com/hyfed/hyfed/shared/session"
+)
+
+// fedFlags are the federation settings, named as in hyfed experiment.
+type fedFlags struct {
+	req     server.CreateRequest
+	timeout time.Duration
+	plain   bool
+}
+
+func (f *fedFlags) register(fs *flag.FlagSet) {
+	r := &f.req
+	fs.StringVar(&r.Name, "name", "", "a name shown on the dashboard")
+	fs.StringVar(&r.Algo, "algo", "hyfdca", "algorithm: hyfdca")
+	fs.StringVar(&r.Step, "step", "hyfed", "step rule: hyfed or paper")
+	fs.StringVar(&r.Search, "search", "primal", "hyfed step size: primal or dual")
+	fs.StringVar(&r.Estimate, "estimate", "meanfield", "hyfed local estimate: meanfield or holders")
+	fs.StringVar(&r.Loss, "loss", "hinge", "loss: hinge or logistic")
+	fs.Float64Var(&r.Lambda, "lambda", 1e-3, "L2 regularization lambda")
+	fs.IntVar(&r.Rounds, "rounds", 100, "rounds to run")
+	fs.Float64Var(&r.Fraction, "fraction", 1, "probability that a connected participant is active in a round (1: whoever is ready)")
+	fs.IntVar(&r.Inner, "inner", 0, "H per round; overrides --iic")
+	fs.Float64Var(&r.IIC, "iic", 0.2, "inner iterations constant: H = ceil(IIC * N / participants)")
+	fs.Float64Var(&r.Gamma, "gamma", 1, "update scale of the paper step rule")
+	fs.IntVar(&r.MinParticipants, "min-participants", 2, "registrations that start the federation")
+	fs.BoolVar(&r.ManualStart, "manual-start", false, "wait for the organizer's start (POST .../start) instead of --min-participants")
+	fs.DurationVar(&f.timeout, "round-timeout", time.Minute, "a phase that waits longer for replies goes on with whoever answered")
+	fs.IntVar(&r.NumFeatures, "num-features", 0, "feature count every block must have (0: whatever the first participant has)")
+	fs.BoolVar(&f.plain, "plaintext", false, "seal nothing (for comparison only: the server then sees dual values and inner products)")
+}
+
+func (f *fedFlags) request() server.CreateRequest {
+	r := f.req
+	r.RoundTimeout = server.Duration(f.timeout)
+	if f.plain {
+		r.Scheme = "plaintext"
+	}
+	return r
+}
+
+func joinLink(base string, resp *server.CreateResponse, sec secret.Secret, plaintext bool) string {
+	frag := sec.String()
+	if plaintext {
+		frag = "plaintext:" + frag
+	}
+	return strings.TrimRight(base, "/") + resp.JoinPath + "#" + frag
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", stderr)
+	addr := fs.String("addr", "localhost:8080", "listen address")
+	dir := fs.String("data-dir", "hyfed-data", "directory for federations and checkpoints (restarting on it resumes them)")
+	origins := fs.String("allow-origin", "", "comma-separated page origins allowed to open participant sockets besides the server's own ('*': any)")
+	cert := fs.String("tls-cert", "", "TLS certificate file (with --tls-key: serve HTTPS)")
+	key := fs.String("tls-key", "", "TLS key file")
+	maxFrame := fs.Int("max-frame", 64<<20, "largest frame a participant may send, in bytes")
+	maxParts := fs.Int("max-participants", 10000, "registrations per federation")
+	createToken := fs.String("create-token", os.Getenv("HYFED_CREATE_TOKEN"), "bearer token required to create federations (default $HYFED_CREATE_TOKEN; empty: anyone)")
+	demo := fs.Bool("demo", false, "create a demo federation (MNIST, quadrants:2: 8 blocks) and print its join and dashboard links")
+	demoRounds := fs.Int("demo-rounds", 300, "rounds of the demo federation")
+	verbose := fs.Bool("v", false, "log every connection and round")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if (*cert == "") != (*key == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	level := slog.LevelInfo
+	if !*verbose {
+		level = slog.LevelWarn
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	opt := server.Options{DataDir: *dir, Log: log, MaxParticipants: *maxParts, CreateToken: *createToken,
+		Limits: protocol.Limits{MaxBytes: *maxFrame, MaxChunks: protocol.DefaultLimits.MaxChunks}}
+	if *origins != "" {
+		opt.AllowedOrigins = strings.Split(*origins, ",")
+	}
+	srv, err := server.New(opt)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("--addr: %w", err)
+	}
+	scheme := "http"
+	if *cert != "" {
+		scheme = "https"
+	}
+	base := scheme + "://" + ln.Addr().String()
+	if h, p, err := net.SplitHostPort(ln.Addr().String()); err == nil && (h == "127.0.0.1" || h == "::1") {
+		base = scheme + "://localhost:" + p
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() {
+		if *cert != "" {
+			errc <- hs.ServeTLS(ln, *cert, *key)
+		} else {
+			errc <- hs.Serve(ln)
+		}
+	}()
+	fmt.Fprintf(stdout, "listening: %s\n", base)
+	if *demo {
+		sec, err := secret.New()
+		if err != nil {
+			return err
+		}
+		resp, err := srv.Create(server.CreateRequest{Name: "demo: MNIST, quadrants:2", Demo: true, Lambda: 1e-3,
+			Rounds: *demoRounds, IIC: 0.2, MinParticipants: 8, NumFeatures: 784, Fingerprint: sec.Fingerprint(),
+			RoundTimeout: server.Duration(time.Minute)})
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		link := joinLink(base, resp, sec, false)
+		fmt.Fprintf(stdout, "join: %s\n", link)
+		fmt.Fprintf(stdout, "dashboard: %s%s\n", base, resp.DashboardPath)
+		fmt.Fprintf(stdout, "admin: %s\n", resp.AdminToken)
+		fmt.Fprintf(stdout, "fill it: hyfed sim '%s' --data mnist --partition quadrants:2\n", link)
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hs.Shutdown(sctx)
+	return nil
+}
+
+func postJSON(ctx context.Context, url, token string, in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return doJSON(req, out)
+}
+
+func getJSON(ctx context.Context, url string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		return err
+	}
+	return doJSON(req, out)
+}
+
+func doJSON(req *http.Request, out any) error {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct{ Error, Code string }
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s %s: %s (%s)", req.Method, req.URL.Path, e.Error, resp.Status)
+		}
+		return fmt.Errorf("%s %s: %s", req.Method, req.URL.Path, resp.Status)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
+	}
+	return nil
+}
+
+func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("create", stderr)
+	srvURL := fs.String("server", "http://localhost:8080", "the hyfed server")
+	var ff fedFlags
+	ff.register(fs)
+	seed := fs.Int64("seed", 0, "participation seed; if set, the secret is derived from it too, as in hyfed experiment (reproducible runs only: anyone who knows the seed has the secret)")
+	token := fs.String("create-token", os.Getenv("HYFED_CREATE_TOKEN"), "the server's create token, if it has one")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	// The secret is made here, on the organizer's machine; the server
+	// gets only its fingerprint.
+	sec, err := secret.New()
+	if err != nil {
+		return err
+	}
+	req := ff.request()
+	if *seed != 0 {
+		sec = secret.FromSeed(*seed)
+		req.Seed = uint64(*seed)
+		fmt.Fprintln(stderr, "note: --seed derives the secret from the seed: for reproducible experiments, not for private data")
+	}
+	req.Fingerprint = sec.Fingerprint()
+	var resp server.CreateResponse
+	if err := postJSON(ctx, strings.TrimRight(*srvURL, "/")+"/api/federations", *token, req, &resp); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "join: %s\n", joinLink(*srvURL, &resp, sec, ff.plain))
+	fmt.Fprintf(stdout, "admin: %s\n", resp.AdminToken)
+	fmt.Fprintf(stdout, "dashboard: %s%s\n", strings.TrimRight(*srvURL, "/"), resp.DashboardPath)
+	return nil
+}
+
+// linkFirst lets the link come before the flags (hyfed join LINK --data F).
+func linkFirst(args []string) (string, []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "", args
+}
+
+func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	link, args := linkFirst(args)
+	fs := newFlags("join", stderr)
+	data := fs.String("data", "", "this participant's block file (LIBSVM or CSV block, as hyfed partition writes)")
+	retry := fs.Duration("retry-for", 2*time.Minute, "keep trying to reach the server this long before giving up")
+	quiet := fs.Bool("quiet", false, "no progress lines")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if link == "" {
+		return errors.New("usage: hyfed join '<join link>' --data FILE")
+	}
+	l, err := session.ParseLink(link)
+	if err != nil {
+		return err
+	}
+	if *data == "" {
+		return errors.New("--data: give this participant's block file")
+	}
+	f, err := os.Open(*data)
+	if err != nil {
+		return fmt.Errorf("--data: %w", err)
+	}
+	b, err := partition.ReadBlock(f, *data)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "block %s: %d samples, %d features; joining %s\n", *data, b.N(), len(b.Features), l.Base)
+	o := session.Options{Dial: session.WebSocket(64 << 20), RetryFor: *retry,
+		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if !*quiet {
+		o.OnWelcome = func(_, name string) { fmt.Fprintf(stderr, "registered as %s\n", name) }
+		last := time.Time{}
+		o.OnMessage = func(m *protocol.Message) {
+			if m.Kind == protocol.KindWeights && time.Since(last) > 2*time.Second {
+				last = time.Now()
+				fmt.Fprintf(stderr, "round %d\n", m.Round)
+			}
+		}
+	}
+	res, err := session.Run(ctx, l, b, o)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, map[string]any{"name": res.Name, "rounds": res.Rounds, "reconnects": res.Reconnects,
+		"bytes_sent": res.BytesSent, "bytes_received": res.BytesRecv})
+}
+
+func parseRange(s string, n int) (int, int, error) {
+	if s == "" {
+		return 0, n - 1, nil
+	}
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		b = a
+	}
+	i, err1 := strconv.Atoi(a)
+	j, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil || i < 0 || j < i || j >= n {
+		return 0, 0, fmt.Errorf("--clients %q: want I-J with 0 <= I <= J < %d", s, n)
+	}
+	return i, j, nil
+}
+
+func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	link, args := linkFirst(args)
+	fs := newFlags("sim", stderr)
+	var df dataFlags
+	df.register(fs, "fashion-mnist")
+	spec := fs.String("partition", "quadrants:2", "partition: quadrants:K, grid:K,Q, horizontal:K or vertical:Q")
+	clients := fs.String("clients", "", "run only blocks I-J (0-based, inclusive) of the partition")
+	pstar := fs.Float64("pstar", 0, "centralized optimum P* for the relative loss (default: computed)")
+	lossName := fs.String("loss", "hinge", "loss of P* when computed")
+	retry := fs.Duration("retry-for", 2*time.Minute, "each participant keeps trying to reach the server this long")
+	quiet := fs.Bool("quiet", false, "no progress lines")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if link == "" {
+		return errors.New("usage: hyfed sim '<join link>' --data NAME|FILE --partition SPEC")
+	}
+	l, err := session.ParseLink(link)
+	if err != nil {
+		return err
+	}
+	p, err := experiment.Prepare(experiment.Options{Data: df.data, Positive: df.positive, Holdout: df.holdout, Partition: *spec})
+	if err != nil {
+		return err
+	}
+	lo, hi, err := parseRange(*clients, len(p.Blocks))
+	if err != nil {
+		return err
+	}
+	var st server.Status
+	if err := getJSON(ctx, l.StatusURL(), &st); err != nil {
+		return err
+	}
+	s := &experiment.Summary{Data: p.Data.Name, Partition: *spec, Clients: hi - lo + 1, PStar: *pstar}
+	if s.PStar == 0 {
+		lf, err := loss.Parse(*lossName)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "central: solving for P* on %d samples x %d features\n", p.Data.NumTrain(), p.Data.M())
+		r, err := central.Solve(ctx, p.Data, central.Config{Lambda: st.Config.Lambda, Loss: lf, Tol: 1e-9, Seed: 1})
+		if err != nil {
+			return err
+		}
+		s.PStar, s.CentralSecs = r.Primal, r.Seconds
+	}
+	blocks := make([]*partition.Block, 0, hi-lo+1)
+	for i := lo; i <= hi; i++ {
+		blocks = append(blocks, &p.Blocks[i])
+	}
+	if !*quiet {
+		fmt.Fprintf(stderr, "sim: %d participants (blocks %d-%d of %s) joining %s\n", len(blocks), lo, hi, *spec, l.Base)
+	}
+	o := session.Options{Dial: session.WebSocket(64 << 20), RetryFor: *retry,
+		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	start := time.Now()
+	if !*quiet {
+		var mu sync.Mutex
+		last := time.Now()
+		o.OnMessage = func(m *protocol.Message) {
+			if m.Kind != protocol.KindWeights {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if time.Since(last) > 2*time.Second {
+				last = time.Now()
+				fmt.Fprintf(stderr, "round %d/%d  %.1fs\n", m.Round, st.Config.Rounds, time.Since(start).Seconds())
+			}
+		}
+	}
+	if _, err := session.RunMany(ctx, l, blocks, o); err != nil {
+		return err
+	}
+	if err := getJSON(ctx, l.StatusURL(), &st); err != nil {
+		return err
+	}
+	if len(st.History) == 0 {
+		return errors.New("the federation recorded no round")
+	}
+	s.Step, s.Scheme, s.Loss, s.Lambda, s.Fraction, s.Inner, s.Rounds = st.Config.Step, st.Config.Scheme, st.Config.Loss, st.Config.Lambda, st.Config.Fraction, st.Config.Inner, st.Config.Rounds
+	var hist []protocol.RoundMetrics
+	elapsed := 0.0
+	for _, v := range st.History {
+		r := v.RoundMetrics()
+		for _, sec := range r.Seconds {
+			elapsed += sec
+		}
+		s.AddRound(hist, r, elapsed)
+		hist = append(hist, r)
+	}
+	s.Finish(hist[len(hist)-1], time.Since(start).Seconds())
+	return printJSON(stdout, s)
+}
