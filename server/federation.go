@@ -254,7 +254,7 @@ func (f *federation) register(c *conn, hello protocol.Message, invite, session s
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	refuse := func(code, msg string) bool {
-		f.log.Warn("registration refused", "code", code, "error", msg)
+		f.log.Warn("registration refused", "client", c.client, "session", session != "", "code", code, "error", msg)
 		c.send(protocol.Message{Kind: protocol.KindError, Code: code, Close: true, Err: msg})
 		return false
 	}
@@ -286,6 +286,7 @@ func (f *federation) register(c *conn, hello protocol.Message, invite, session s
 		delete(f.conns, k)
 		f.dispatch(f.coord.Disconnect(k))
 	}
+	c.client = k
 	out := f.coord.Connect(k, hello)
 	for _, e := range out {
 		if e.To == k && e.Msg.Kind == protocol.KindError {

@@ -65,6 +65,11 @@ type Config struct {
 	// NumFeatures, if set, is the feature count every block must declare
 	// (the federation's feature schema).
 	NumFeatures int
+	// Quorum is the share of the federation's participants that must be
+	// connected for a round to start (0 means 0.5): with fewer, the
+	// federation waits at the round boundary instead of spending rounds
+	// on nobody.
+	Quorum float64
 }
 
 // Validate checks the configuration and fills defaults.
@@ -86,6 +91,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Inner < 0 || (c.Inner == 0 && !(c.IIC > 0 && c.IIC <= 1e6)) {
 		return fmt.Errorf("config: inner iterations %d must be at least 1, or IIC %v positive", c.Inner, c.IIC)
+	}
+	if c.Quorum == 0 {
+		c.Quorum = 0.5
+	}
+	if !(c.Quorum > 0 && c.Quorum <= 1) {
+		return fmt.Errorf("config: quorum %v must be in (0, 1]", c.Quorum)
 	}
 	if c.NumFeatures < 0 {
 		return fmt.Errorf("config: feature count %d must not be negative", c.NumFeatures)

@@ -124,6 +124,7 @@ type Coordinator struct {
 	ipSum      seal.Vec
 
 	holdStart bool // StartNow starts, not the Clients-th registration
+	aligned   bool // the participants are fixed
 	paused    bool // hold the next round at the boundary
 	waiting   bool // held at a round boundary (paused, or restored)
 	phaseSeq  int  // counts phases, for deadlines
@@ -271,8 +272,9 @@ func (c *Coordinator) connect(k int, h Message) error {
 		cs.connected, cs.ready, cs.stale, cs.returned = true, false, true, true
 		c.sendSetup(k, false)
 		c.sendNorms(k)
-		if c.waiting && !c.paused && c.numConnected() == c.numRegistered() {
-			// Restored from a checkpoint and everyone is back: go on.
+		if c.waiting && !c.paused && c.quorate() {
+			// Held for a quorum (or restored from a checkpoint) and
+			// enough are back: go on.
 			c.waiting = false
 			c.nextRound()
 		}
@@ -280,6 +282,21 @@ func (c *Coordinator) connect(k int, h Message) error {
 	}
 	if cs != nil && cs.hello != nil && cs.connected {
 		return Errorf(CodeOutOfPhase, "client %d: already connected", k)
+	}
+	if c.aligned {
+		// The setup was interrupted by a drop: the participants are
+		// fixed; it starts again once all of them are back.
+		if cs == nil || cs.hello == nil {
+			return Errorf(CodeStarted, "the federation has started without this participant")
+		}
+		if !sameHello(cs.hello, &h) {
+			return Errorf(CodeSchema, "client %d: returned with a different block", k)
+		}
+		cs.connected = true
+		if c.numConnected() == c.numRegistered() {
+			c.start()
+		}
+		return nil
 	}
 	for k >= len(c.clients) {
 		c.clients = append(c.clients, &clientState{})
@@ -360,6 +377,7 @@ func (c *Coordinator) begin() {
 		c.finished = true
 		return
 	}
+	c.aligned = true
 	c.start()
 }
 
@@ -803,7 +821,7 @@ func (c *Coordinator) Waiting() bool { return c.waiting }
 // held at a boundary.
 func (c *Coordinator) Resume() []Envelope {
 	c.paused = false
-	if c.waiting && !c.finished {
+	if c.waiting && !c.finished && c.numConnected() > 0 {
 		c.waiting = false
 		c.nextRound()
 	}

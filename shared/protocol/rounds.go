@@ -25,7 +25,7 @@ func (c *Coordinator) nextRound() {
 	if c.checkpoints {
 		c.snap = c.checkpoint()
 	}
-	if c.paused && c.round < c.cfg.Rounds {
+	if (c.paused || !c.quorate()) && c.round < c.cfg.Rounds {
 		c.waiting = true
 		return
 	}
@@ -73,6 +73,11 @@ func (c *Coordinator) nextRound() {
 	default:
 		step()
 	}
+}
+
+// quorate reports whether enough participants are connected for a round.
+func (c *Coordinator) quorate() bool {
+	return float64(c.numConnected()) >= c.cfg.Quorum*float64(c.numRegistered())
 }
 
 // fullIPEvery is how often (in rounds) the default step recomputes every
@@ -163,12 +168,33 @@ func (c *Coordinator) hyfedStep() {
 	}
 	c.await(PhaseStep, KindDelta, targets, func(p *phaseState) {
 		if len(p.dropped) > 0 {
-			c.trialPhase(nil, 0) // a holder left: the round applies nothing
-			return
+			// A holder left: the groups it holds do not update this
+			// round; the others do, from their holders' sealed chunks
+			// alone (a chunk holds one group's samples).
+			targets = c.withoutGroupsOf(p.dropped)
+			if len(targets) == 0 {
+				c.trialPhase(nil, 0)
+				return
+			}
 		}
+		keep := map[int]bool{}
+		for _, gi := range c.updating {
+			keep[gi] = true
+		}
+		cl := c.scheme.ChunkLen()
 		parts := make([]seal.Vec, 0, len(targets))
 		for _, k := range targets {
-			parts = append(parts, p.replies[k].Sealed)
+			v := p.replies[k].Sealed
+			if len(p.dropped) > 0 {
+				kept := seal.Vec{}
+				for ci, ch := range v {
+					if keep[c.slotGroup[ci*cl]] {
+						kept[ci] = ch
+					}
+				}
+				v = kept
+			}
+			parts = append(parts, v)
 		}
 		d, err := seal.Sum(c.scheme, parts...)
 		if err != nil {
@@ -189,6 +215,32 @@ func (c *Coordinator) hyfedStep() {
 			c.lineSearch(targets, p.replies)
 		})
 	})
+}
+
+// withoutGroupsOf drops from the round's updating groups those held by any
+// of the gone clients, and returns the holders of the remaining ones.
+func (c *Coordinator) withoutGroupsOf(gone []int) []int {
+	out := map[int]bool{}
+	for _, k := range gone {
+		out[k] = true
+	}
+	kept := c.updating[:0]
+	targets := map[int]bool{}
+	for _, gi := range c.updating {
+		ok := true
+		for _, h := range c.groups[gi].holders {
+			ok = ok && !out[h]
+		}
+		if ok {
+			kept = append(kept, gi)
+			for _, h := range c.groups[gi].holders {
+				targets[h] = true
+			}
+		}
+	}
+	c.updating = kept
+	c.cur.Updated = len(kept)
+	return sortedSet(targets)
 }
 
 // lineSearch computes the round's primal direction u = dw/(lambda N) from

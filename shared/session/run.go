@@ -168,9 +168,12 @@ func runOnce(ctx context.Context, l Link, p *protocol.Participant, scheme seal.S
 		switch m.Kind {
 		case protocol.KindWelcome:
 			welcomed = true
-			res.Session, res.Name = m.Session, m.Name
+			if m.Session != "" { // a first registration; returns keep theirs
+				res.Session = m.Session
+			}
+			res.Name = m.Name
 			if o.OnWelcome != nil {
-				o.OnWelcome(m.Session, m.Name)
+				o.OnWelcome(res.Session, m.Name)
 			}
 			continue
 		case protocol.KindDone:
