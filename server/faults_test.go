@@ -20,7 +20,7 @@ import (
 // rounds per participant, so a tenth of the federation drops every round.
 type flaky struct {
 	session.Conn
-	id    int
+	id      int
 	n       int
 	started bool
 	rng     *rand.Rand

@@ -37,6 +37,7 @@ var commands = []command{
 	{"create", "create a federation on a server and print its join link", runCreate},
 	{"join", "take part in a federation with one block file", runJoin},
 	{"sim", "run many native participants (one block each) against a federation", runSim},
+	{"bench-net", "time rounds with many participants on loopback websockets (server in a child process)", runBenchNet},
 }
 
 func usage(w io.Writer) {

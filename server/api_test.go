@@ -1,0 +1,143 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hyfed/hyfed/shared/secret"
+)
+
+// TestAPI walks the organizer's path: create, health, status without
+// secrets, admin actions with and without the token, the event stream,
+// and bad requests with errors that name the field.
+func TestAPI(t *testing.T) {
+	p := smallData(t)
+	ts := startServer(t, t.TempDir())
+	sec := secret.FromSeed(2)
+	l, fed := ts.create(t, CreateRequest{Name: "api test", Lambda: 1e-2, Rounds: 40, IIC: 0.2, Seed: 2,
+		MinParticipants: len(p.Blocks), NumFeatures: p.Data.M()}, sec, "bgv")
+
+	var health map[string]any
+	if code := ts.call(t, "GET", "/healthz", "", nil, &health); code != 200 || health["status"] != "ok" {
+		t.Fatalf("healthz: %d %v", code, health)
+	}
+	for _, tc := range []struct {
+		body, want string
+	}{
+		{`{"min_participants":2,"rounds":10,"lambda":-1}`, "lambda"},
+		{`{"min_participants":0,"rounds":10}`, "min_participants"},
+		{`{"min_participants":2,"rounds":10,"loss":"square"}`, "square"},
+		{`{"min_participants":2,"rounds":10,"roundz":3}`, "roundz"},
+		{`{"min_participants":2,"rounds":10,"round_timeout":"soon"}`, "soon"},
+		{`{"min_participants":2,"rounds":10,"algo":"fedavg"}`, "fedavg"},
+	} {
+		var e apiError
+		req, _ := http.NewRequest("POST", ts.http.URL+"/api/federations", strings.NewReader(tc.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(e.Error, tc.want) {
+			t.Errorf("%s: HTTP %d %q, want 400 naming %q", tc.body, resp.StatusCode, e.Error, tc.want)
+		}
+	}
+	if code := ts.call(t, "GET", "/api/federations/nosuch", "", nil, &apiError{}); code != 404 {
+		t.Fatalf("unknown federation: HTTP %d", code)
+	}
+	if code := ts.call(t, "POST", "/api/federations/"+fed.ID+"/pause", "wrong", nil, &apiError{}); code != 401 {
+		t.Fatalf("pause with a wrong token: HTTP %d", code)
+	}
+	if code := ts.call(t, "POST", "/api/federations/"+fed.ID+"/pause", fed.InviteToken, nil, &apiError{}); code != 401 {
+		t.Fatalf("pause with the invite token: HTTP %d", code)
+	}
+
+	// The event stream: the status first, then rounds as they finish.
+	req, _ := http.NewRequest("GET", ts.http.URL+"/api/federations/"+fed.ID+"/events", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := make(chan string, 1000)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				events <- d
+			}
+		}
+		close(events)
+	}()
+	first := <-events
+	var st0 Status
+	if err := json.Unmarshal([]byte(first), &st0); err != nil || st0.ID != fed.ID || st0.State != "waiting" {
+		t.Fatalf("first event %s: %v", first, err)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := runAll(ctx, l, blockPtrs(p.Blocks))
+		done <- err
+	}()
+	// Pause once training runs: the round in progress completes, then the
+	// federation waits; resume lets it finish.
+	waitFor(t, "round 5", 30*time.Second, func() bool { return ts.status(t, fed.ID).Round >= 5 })
+	var st Status
+	if code := ts.call(t, "POST", "/api/federations/"+fed.ID+"/pause", fed.AdminToken, nil, &st); code != 200 {
+		t.Fatalf("pause: HTTP %d", code)
+	}
+	waitFor(t, "paused", 30*time.Second, func() bool { return ts.status(t, fed.ID).State == "paused" })
+	held := ts.status(t, fed.ID).Round
+	time.Sleep(200 * time.Millisecond)
+	if r := ts.status(t, fed.ID).Round; r != held {
+		t.Fatalf("paused at round %d, now %d", held, r)
+	}
+	if code := ts.call(t, "POST", "/api/federations/"+fed.ID+"/resume", fed.AdminToken, nil, &st); code != 200 {
+		t.Fatalf("resume: HTTP %d", code)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st = ts.status(t, fed.ID)
+	if st.State != "finished" || len(st.History) != 41 {
+		t.Fatalf("state %s, %d rounds", st.State, len(st.History))
+	}
+	raw, _ := json.Marshal(st)
+	for _, s := range []string{fed.AdminToken, fed.InviteToken, sec.String()} {
+		if strings.Contains(string(raw), s) {
+			t.Fatal("the status shows a token or the secret")
+		}
+	}
+	for _, pv := range st.Participants {
+		if pv.Name == "" || pv.Samples == 0 {
+			t.Fatalf("participant %+v", pv)
+		}
+	}
+	rounds := 0
+	timeout := time.After(10 * time.Second)
+	for rounds < 41 {
+		select {
+		case e := <-events:
+			var ev event
+			json.Unmarshal([]byte(e), &ev)
+			if ev.Type == "round" {
+				rounds++
+			}
+		case <-timeout:
+			t.Fatalf("%d round events, want 41", rounds)
+		}
+	}
+	if code := ts.call(t, "POST", "/api/federations/"+fed.ID+"/stop", fed.AdminToken, nil, &apiError{}); code != 409 {
+		t.Fatalf("stopping a finished federation: HTTP %d", code)
+	}
+}
