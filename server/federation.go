@@ -41,6 +41,9 @@ type federation struct {
 	saver    *saver
 	// wire counts the bytes of the frames actually received and sent.
 	wireIn, wireOut atomic.Int64
+	// slots is the layout's slot count once the federation has started,
+	// for the decode limits of the connections' readers (no lock there).
+	slots atomic.Int64
 }
 
 func newFederation(s *Server, m meta, scheme seal.Scheme) *federation {
@@ -84,6 +87,7 @@ func (f *federation) loadCoordinator() error {
 	}
 	c.EnableCheckpoints()
 	f.coord = c
+	f.slots.Store(int64(c.NumSlots()))
 	f.reported = len(c.History())
 	f.finished = c.Finished()
 	if f.meta.Stopped && !c.Finished() {
@@ -181,6 +185,7 @@ func (f *federation) name(k int) string {
 // afterChange follows the coordinator after it moved: deadlines, events,
 // checkpoints. Called with f.mu held.
 func (f *federation) afterChange() {
+	f.slots.Store(int64(f.coord.NumSlots()))
 	if cp := f.coord.TakeCheckpoint(); cp != nil {
 		f.saver.offer(cp)
 	}
@@ -294,7 +299,6 @@ func (f *federation) register(c *conn, hello protocol.Message, invite, session s
 			return refuse(e.Msg.Code, e.Msg.Err)
 		}
 	}
-	c.client = k
 	if isNew {
 		tok := newToken(24)
 		name := pseudonymFor(k, f.meta.ID)

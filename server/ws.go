@@ -222,13 +222,11 @@ func (c *conn) read() ([]byte, error) {
 	return b, nil
 }
 
-// limits are the decode limits: the layout's chunk count once known.
+// limits are the decode limits: the layout's chunk count once known. It
+// takes no lock, so readers decode while the coordinator works.
 func (f *federation) limits() protocol.Limits {
 	lim := f.srv.opt.Limits
-	f.mu.Lock()
-	n := f.coord.NumSlots()
-	f.mu.Unlock()
-	if n > 0 {
+	if n := int(f.slots.Load()); n > 0 {
 		lim.MaxChunks = n/f.scheme.ChunkLen() + 1
 	}
 	return lim

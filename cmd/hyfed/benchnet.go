@@ -36,31 +36,16 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	dir, err := os.MkdirTemp("", "hyfed-bench-net")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cmd := exec.CommandContext(ctx, exe, "serve", "--addr", "127.0.0.1:0", "--data-dir", dir)
-	cmd.Env = append(os.Environ(), "HYFED_MAIN=1") // for the test binary, which acts as hyfed with it
-	cmd.Stderr = stderr
-	out, err := cmd.StdoutPipe()
+	cmd, base, err := startServeProcess(ctx, dir, "127.0.0.1:0", stderr)
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	base, ok := strings.CutPrefix(strings.TrimSpace(line), "listening: ")
-	if err != nil || !ok {
-		return fmt.Errorf("hyfed serve did not start: %q %v", line, err)
-	}
 	sec, err := secret.New()
 	if err != nil {
 		return err
@@ -146,4 +131,31 @@ func vmHWM(pid int) string {
 		}
 	}
 	return "unknown"
+}
+
+// startServeProcess runs this binary as `hyfed serve` in a child process
+// and returns it with the base URL it printed.
+func startServeProcess(ctx context.Context, dir, addr string, stderr io.Writer) (*exec.Cmd, string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, "", err
+	}
+	cmd := exec.CommandContext(ctx, exe, "serve", "--addr", addr, "--data-dir", dir)
+	cmd.Env = append(os.Environ(), "HYFED_MAIN=1") // for the test binary, which acts as hyfed with it
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	base, ok := strings.CutPrefix(strings.TrimSpace(line), "listening: ")
+	if err != nil || !ok {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, "", fmt.Errorf("hyfed serve did not start: %q %v", line, err)
+	}
+	return cmd, base, nil
 }

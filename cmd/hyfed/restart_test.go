@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math"
@@ -35,25 +34,11 @@ func TestMain(m *testing.M) {
 // base URL.
 func startServe(t *testing.T, dir, addr string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "serve", "--addr", addr, "--data-dir", dir)
-	cmd.Env = append(os.Environ(), "HYFED_MAIN=1")
-	out, err := cmd.StdoutPipe()
+	cmd, base, err := startServeProcess(context.Background(), dir, addr, os.Stderr)
 	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("hyfed serve printed nothing: %v", err)
-	}
-	base, ok := strings.CutPrefix(strings.TrimSpace(line), "listening: ")
-	if !ok {
-		t.Fatalf("hyfed serve said %q", line)
-	}
 	return cmd, base
 }
 
