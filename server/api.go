@@ -13,6 +13,7 @@ import (
 
 	"github.com/hyfed/hyfed/web"
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 )
 
 // Handler returns the HTTP routes:
@@ -24,7 +25,13 @@ import (
 //	POST /api/federations/:id/:action      start, pause, resume, stop (admin bearer token)
 //	GET  /api/federations/:id/events       server-sent events: round, phase, participant, state
 //	GET  /api/federations/:id/ws           participants' websocket (?invite= or ?session=)
+//	GET  /api/federations/:id/demo-blocks  a demo federation's blocks ([]DemoBlock)
+//	GET  /api/federations/:id/demo-blocks/:k  demo block k as a LIBSVM block file
+//	POST /api/federations/:id/fill         a demo's free seats to simulated participants
+//	GET  /api/federations/:id/model        the model w: {round, num_features, w}
+//	GET  /api/federations/:id/server-view  what the server holds: sealed sizes, plaintext w and hat_w
 //	GET  /join/:id, /federations/:id, /    pages
+//	GET  /federations/:id/privacy, /new    pages: privacy view, create a federation
 func (s *Server) Handler() http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -44,9 +51,14 @@ func (s *Server) Handler() http.Handler {
 		}
 		return c.JSON(http.StatusOK, f.status())
 	})
+	e.GET("/api/federations/:id/demo-blocks", s.handleDemoList)
+	e.GET("/api/federations/:id/demo-blocks/:k", s.handleDemoBlock)
+	e.POST("/api/federations/:id/fill", s.handleFill)
 	e.POST("/api/federations/:id/:action", s.handleAdmin)
 	e.GET("/api/federations/:id/events", s.handleEvents)
 	e.GET("/api/federations/:id/ws", s.handleSocket)
+	e.GET("/api/federations/:id/model", s.handleModel)
+	e.GET("/api/federations/:id/server-view", s.handleServerView)
 	static := web.Static()
 	page := func(name string) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -60,7 +72,10 @@ func (s *Server) Handler() http.Handler {
 	e.GET("/", page("index.html"))
 	e.GET("/join/:id", page("join.html"))
 	e.GET("/federations/:id", page("dashboard.html"))
-	e.StaticFS("/static", static)
+	e.GET("/federations/:id/privacy", page("privacy.html"))
+	e.GET("/new", page("new.html"))
+	// The wasm participant is 12 MB, 3 MB compressed.
+	e.Group("/static", middleware.Gzip()).StaticFS("/", static)
 	return e
 }
 

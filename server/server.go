@@ -40,6 +40,9 @@ type Options struct {
 	// delivered, before it is decoded: what the server actually got (the
 	// privacy tests and the curious-server demonstration read it).
 	Received func(federation string, client int, frame []byte)
+	// Demo, if set, supplies demo federations' blocks and simulated
+	// participants (the dashboard's "fill the free seats").
+	Demo DemoData
 }
 
 // Server holds the federations.
@@ -48,6 +51,8 @@ type Server struct {
 	log  *slog.Logger
 	mu   sync.Mutex
 	feds map[string]*federation
+	// taken marks the demo blocks handed out, per federation.
+	taken map[string]map[int]bool
 }
 
 // New opens the data directory and restores every federation in it.
@@ -64,7 +69,7 @@ func New(opt Options) (*Server, error) {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opt: opt, log: opt.Log, feds: map[string]*federation{}}
+	s := &Server{opt: opt, log: opt.Log, feds: map[string]*federation{}, taken: map[string]map[int]bool{}}
 	root := filepath.Join(opt.DataDir, "federations")
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("server: data directory: %w", err)
@@ -288,6 +293,18 @@ type Status struct {
 	WireOut      int64             `json:"wire_bytes_from_server"`
 }
 
+// participantState names a registered participant's state for people.
+func participantState(ci protocol.ClientInfo) string {
+	switch {
+	case ci.Connected && ci.Ready:
+		return "ready"
+	case ci.Connected:
+		return "connected"
+	default:
+		return "away"
+	}
+}
+
 func (f *federation) status() Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -305,15 +322,7 @@ func (f *federation) status() Status {
 		pv := ParticipantView{Name: name, State: "left-before-start"}
 		if k < len(infos) && infos[k].Registered {
 			ci := infos[k]
-			pv.Samples, pv.Features, pv.Active = ci.Samples, ci.Features, ci.Active
-			switch {
-			case ci.Connected && ci.Ready:
-				pv.State = "ready"
-			case ci.Connected:
-				pv.State = "connected"
-			default:
-				pv.State = "away"
-			}
+			pv.Samples, pv.Features, pv.Active, pv.State = ci.Samples, ci.Features, ci.Active, participantState(ci)
 		}
 		st.Participants = append(st.Participants, pv)
 	}

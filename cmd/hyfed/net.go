@@ -82,8 +82,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxFrame := fs.Int("max-frame", 64<<20, "largest frame a participant may send, in bytes")
 	maxParts := fs.Int("max-participants", 10000, "registrations per federation")
 	createToken := fs.String("create-token", os.Getenv("HYFED_CREATE_TOKEN"), "bearer token required to create federations (default $HYFED_CREATE_TOKEN; empty: anyone)")
-	demo := fs.Bool("demo", false, "create a demo federation (MNIST, quadrants:2: 8 blocks) and print its join and dashboard links")
+	demo := fs.Bool("demo", false, "create a demo federation (MNIST, quadrants:2: 8 blocks) and print its join and dashboard links; its pages offer the demo blocks, its dashboard fills free seats with simulated participants")
 	demoRounds := fs.Int("demo-rounds", 300, "rounds of the demo federation")
+	demoPart := fs.String("demo-partition", "quadrants:2", "partition of the demo's MNIST data (one seat per block)")
 	verbose := fs.Bool("v", false, "log every connection and round")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -100,6 +101,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Limits: protocol.Limits{MaxBytes: *maxFrame, MaxChunks: protocol.DefaultLimits.MaxChunks}}
 	if *origins != "" {
 		opt.AllowedOrigins = strings.Split(*origins, ",")
+	}
+	var seats *demoSeats
+	var demoData *experiment.Prepared
+	if *demo {
+		fmt.Fprintf(stderr, "demo: loading MNIST, partition %s\n", *demoPart)
+		var err error
+		if demoData, err = experiment.Prepare(experiment.Options{Data: "mnist", Partition: *demoPart}); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		seats = newDemoSeats(ctx, log)
+		opt.Demo = seats
 	}
 	srv, err := server.New(opt)
 	if err != nil {
@@ -133,17 +145,22 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		resp, err := srv.Create(server.CreateRequest{Name: "demo: MNIST, quadrants:2", Demo: true, Lambda: 1e-3,
-			Rounds: *demoRounds, IIC: 0.2, MinParticipants: 8, NumFeatures: 784, Fingerprint: sec.Fingerprint(),
-			RoundTimeout: server.Duration(time.Minute)})
+		resp, err := srv.Create(server.CreateRequest{Name: "demo: MNIST, " + *demoPart, Demo: true, Lambda: 1e-3,
+			Rounds: *demoRounds, IIC: 0.2, MinParticipants: len(demoData.Blocks), NumFeatures: demoData.Data.M(),
+			Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute)})
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 		link := joinLink(base, resp, sec, false)
+		l, err := session.ParseLink(link)
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		seats.add(resp.ID, l, demoData.Blocks)
 		fmt.Fprintf(stdout, "join: %s\n", link)
 		fmt.Fprintf(stdout, "dashboard: %s%s\n", base, resp.DashboardPath)
 		fmt.Fprintf(stdout, "admin: %s\n", resp.AdminToken)
-		fmt.Fprintf(stdout, "fill it: hyfed sim '%s' --data mnist --partition quadrants:2\n", link)
+		fmt.Fprintf(stdout, "open the join link, pick a demo block, then press \"fill the free seats\" on the dashboard (or: hyfed sim '%s' --data mnist --partition %s)\n", link, *demoPart)
 	}
 	select {
 	case err := <-errc:

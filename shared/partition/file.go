@@ -54,7 +54,7 @@ func WriteLIBSVM(w io.Writer, b *Block) error {
 		return fmt.Errorf("write libsvm block: %w", err)
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
-	line := fmt.Appendf(nil, "%s features=%d cols=%s\n", blockMagic, b.NumFeatures, formatRanges(b.Features))
+	line := fmt.Appendf(nil, "%s features=%d cols=%s\n", blockMagic, b.NumFeatures, FormatRanges(b.Features))
 	if _, err := bw.Write(line); err != nil {
 		return fmt.Errorf("write libsvm block: %w", err)
 	}
@@ -182,8 +182,9 @@ func appendLabel(line []byte, y float64) []byte {
 	return append(line, "-1"...)
 }
 
-// formatRanges writes ascending 0-based indexes as 1-based compact ranges.
-func formatRanges(f []int) string {
+// FormatRanges writes ascending 0-based indexes as 1-based compact ranges
+// ("1-14,29-42,785"), as block files list their columns.
+func FormatRanges(f []int) string {
 	var sb strings.Builder
 	for i := 0; i < len(f); {
 		j := i
@@ -219,7 +220,7 @@ func parseIndex(s string) (int, bool) {
 	return v, v >= 1 && v <= math.MaxInt32
 }
 
-// parseRanges reads formatRanges' output back as 0-based indexes, checking
+// parseRanges reads FormatRanges' output back as 0-based indexes, checking
 // that the ranges ascend within 1..m.
 func parseRanges(s string, m int) ([]int, error) {
 	if s == "" {

@@ -871,3 +871,42 @@ func (c *Coordinator) NumSlots() int { return c.numSlots }
 
 // NumTrain returns the number of training samples (0 before the start).
 func (c *Coordinator) NumTrain() int { return c.numTrain }
+
+// Held is what the coordinator keeps between rounds besides w and the
+// primal contributions: the sealed dual values and squared norms over the
+// whole layout, and where each client's samples sit in it. The privacy
+// view reports it. The vectors are the coordinator's own: use them under
+// the lock that guards the coordinator, and do not change them.
+type Held struct {
+	Alpha, Norms seal.Vec
+	Samples      int          // slots holding a sample
+	Clients      []HeldClient // per client (empty before the layout is fixed)
+}
+
+// HeldClient is one client's part of the layout.
+type HeldClient struct {
+	Slots    []int // layout slots of its samples
+	Chunks   []int // layout chunks holding them, ascending
+	Features []int // its features (global indexes)
+}
+
+// Held returns what the coordinator holds.
+func (c *Coordinator) Held() Held {
+	h := Held{Alpha: c.alpha, Norms: c.norms, Clients: make([]HeldClient, len(c.clients))}
+	for k, cl := range c.clients {
+		if cl == nil {
+			continue
+		}
+		h.Clients[k].Slots, h.Clients[k].Features = cl.slots, cl.features
+		for ch := range cl.chunks {
+			h.Clients[k].Chunks = append(h.Clients[k].Chunks, ch)
+		}
+		sort.Ints(h.Clients[k].Chunks)
+	}
+	for _, g := range c.slotGroup {
+		if g >= 0 { // padding slots have no group
+			h.Samples++
+		}
+	}
+	return h
+}

@@ -53,6 +53,21 @@ func EncodeMessage(s seal.Scheme, m Message) ([]byte, error) {
 	return out, nil
 }
 
+// FrameParts splits the size of a frame of EncodeMessage into its
+// plaintext header (kind, round, plaintext numbers as JSON) and its sealed
+// vectors (ciphertexts under a sealing scheme). It reads only the lengths;
+// ok is false if they do not fit the frame.
+func FrameParts(frame []byte) (header, sealed int, ok bool) {
+	if len(frame) < 7 || frame[0] != 'h' || frame[1] != 'm' {
+		return 0, 0, false
+	}
+	h := int(binary.LittleEndian.Uint32(frame[3:7]))
+	if h > len(frame)-7 {
+		return 0, 0, false
+	}
+	return 7 + h, len(frame) - 7 - h, true
+}
+
 // DecodeMessage reads a frame of EncodeMessage. It checks the magic, the
 // version, every length against the frame and the limits, the JSON header
 // strictly (unknown fields, trailing data and non-finite numbers are

@@ -109,3 +109,21 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 	})
 }
+
+func TestFrameParts(t *testing.T) {
+	s := seal.Plaintext{}
+	m := Message{Kind: KindDelta, Round: 3, HatW: []float64{1, 2}}
+	f, err := EncodeMessage(s, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr, sealed, ok := FrameParts(f)
+	if !ok || hdr+sealed != len(f) || sealed != 8 { // two empty vectors: two lengths
+		t.Fatalf("FrameParts = %d, %d, %v for a frame of %d bytes", hdr, sealed, ok, len(f))
+	}
+	for _, bad := range [][]byte{nil, []byte("hm"), []byte("xx\x01\x00\x00\x00\x00"), append([]byte("hm\x01\xff\x00\x00\x00"), 1)} {
+		if _, _, ok := FrameParts(bad); ok {
+			t.Errorf("FrameParts(%q) ok", bad)
+		}
+	}
+}

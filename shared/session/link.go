@@ -98,3 +98,13 @@ func (l Link) SocketURL(session string) string {
 func (l Link) StatusURL() string {
 	return fmt.Sprintf("%s/api/federations/%s", l.Base, url.PathEscape(l.ID))
 }
+
+// redact drops the query (tokens) from a URL for error messages.
+func redact(url string) string {
+	for i := range url {
+		if url[i] == '?' {
+			return url[:i]
+		}
+	}
+	return url
+}

@@ -35,6 +35,11 @@ type Options struct {
 	OnWelcome func(session, name string)
 	// OnMessage sees every message from the coordinator (progress).
 	OnMessage func(m *protocol.Message)
+	// OnSend sees every message this participant sends with its frame
+	// (what leaves the participant: the browser page shows it).
+	OnSend func(m *protocol.Message, frame []byte)
+	// OnRetry sees every lost connection before Run tries again in wait.
+	OnRetry func(err error, wait time.Duration)
 	// RetryFor bounds how long Run keeps trying to reach the server without
 	// success before it gives up (default 2 minutes).
 	RetryFor time.Duration
@@ -113,6 +118,9 @@ func Run(ctx context.Context, l Link, b *partition.Block, o Options) (*Result, e
 			return res, fmt.Errorf("session: no working connection for %v: %w", o.RetryFor, err)
 		}
 		log.Info("connection lost; reconnecting", "error", err, "in", backoff)
+		if o.OnRetry != nil {
+			o.OnRetry(err, backoff)
+		}
 		select {
 		case <-ctx.Done():
 			return res, ctx.Err()
@@ -138,6 +146,9 @@ func runOnce(ctx context.Context, l Link, p *protocol.Participant, scheme seal.S
 			return err
 		}
 		res.BytesSent += len(f)
+		if o.OnSend != nil {
+			o.OnSend(&m, f)
+		}
 		return c.Write(ctx, f)
 	}
 	if err := send(p.Hello()); err != nil {

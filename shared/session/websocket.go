@@ -34,16 +34,6 @@ func WebSocket(readLimit int64) Dialer {
 	}
 }
 
-// redact drops the query (tokens) from a URL for error messages.
-func redact(url string) string {
-	for i := range url {
-		if url[i] == '?' {
-			return url[:i]
-		}
-	}
-	return url
-}
-
 type wsConn struct {
 	ws     *websocket.Conn
 	frames chan []byte

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hyfed/hyfed/server"
+	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/session"
+)
+
+// make run's flow: hyfed serve --demo, one participant takes a demo block
+// from the page's endpoint, the dashboard's "fill the free seats" runs the
+// rest as simulated participants, and training finishes.
+func TestDemoBlocksAndFill(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pr, pw := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- runServe(ctx, []string{"--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--demo",
+			"--demo-partition", "quadrants:1", "--demo-rounds", "6"}, pw, io.Discard)
+		pw.Close()
+	}()
+	lines := map[string]string{}
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() && lines["dashboard"] == "" {
+		if k, v, ok := strings.Cut(sc.Text(), ": "); ok {
+			lines[k] = v
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	if lines["join"] == "" || lines["dashboard"] == "" {
+		t.Fatalf("hyfed serve --demo printed %v", lines)
+	}
+	l, err := session.ParseLink(lines["join"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := strings.Replace(lines["dashboard"], "/federations/", "/api/federations/", 1)
+	get := func(path string) []byte {
+		t.Helper()
+		resp, err := http.Get(api + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %s %s", path, resp.Status, b)
+		}
+		return b
+	}
+	var list []server.DemoBlock
+	if err := json.Unmarshal(get("/demo-blocks"), &list); err != nil || len(list) != 4 {
+		t.Fatalf("demo blocks %v %v", list, err)
+	}
+	b, err := partition.ReadBlock(bytes.NewReader(get("/demo-blocks/2")), "demo block 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.N() != list[2].Samples || len(b.Features) != list[2].Features {
+		t.Fatalf("block 2: %d x %d, listed as %+v", b.N(), len(b.Features), list[2])
+	}
+	json.Unmarshal(get("/demo-blocks"), &list)
+	if !list[2].Taken || list[0].Taken {
+		t.Fatalf("after handing out block 2: %+v", list)
+	}
+	done := make(chan error, 1)
+	welcomed := make(chan struct{})
+	go func() {
+		_, err := session.Run(ctx, l, b, session.Options{Dial: session.WebSocket(64 << 20),
+			OnWelcome: func(string, string) { close(welcomed) }})
+		done <- err
+	}()
+	<-welcomed
+	resp, err := http.Post(api+"/fill", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fill struct {
+		Started int   `json:"started"`
+		Blocks  []int `json:"blocks"`
+	}
+	json.NewDecoder(resp.Body).Decode(&fill)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || fill.Started != 3 || len(fill.Blocks) != 3 {
+		t.Fatalf("fill: %s %+v, want 3 seats (blocks 0, 1, 3)", resp.Status, fill)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var st server.Status
+	json.Unmarshal(get(""), &st)
+	if st.State != "finished" || st.Round != 6 || len(st.Participants) != 4 {
+		t.Fatalf("status: %s, round %d, %d participants", st.State, st.Round, len(st.Participants))
+	}
+	// No seats are left, and a second fill says so.
+	resp, err = http.Post(api+"/fill", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		t.Fatalf("second fill: %s, want 409", resp.Status)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/secret"
+	tabpkg "github.com/hyfed/hyfed/wasmclient/tab"
+)
+
+// BenchmarkWasmVsNativeRound times one participant's work per round (its
+// share of every phase: local dual steps, sealing, inner products, the
+// primal part) in the browser's WebAssembly participant and natively, on
+// the same MNIST block (quadrants:1, client 0, BGV), by replaying what that
+// participant received in a recorded run. Both replays must compute the
+// same plaintext replies. Native and wasm alternate in each iteration; the
+// ratio is the number to compare.
+//
+//	go test ./e2e -run '^$' -bench WasmVsNative -benchtime 3x
+func BenchmarkWasmVsNativeRound(b *testing.B) {
+	const rounds = 10
+	ptrs := loadBlocks(b, "mnist", "quadrants:1")
+	blocks := make([]partition.Block, len(ptrs))
+	ntrain := 0
+	for i, p := range ptrs {
+		blocks[i] = *p
+	}
+	for _, h := range blocks[0].Heldout {
+		if !h {
+			ntrain++
+		}
+	}
+	cfg := protocol.Config{Lambda: 1e-3, Loss: "hinge", Step: "hyfed", Search: "primal", Estimate: "meanfield", Gamma: 1,
+		Inner: experiment.InnerFor(0.2, ntrain, len(blocks)), Rounds: rounds, Fraction: 1, Clients: len(blocks), Seed: 1}
+	if err := cfg.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	tr, err := tabpkg.Record(blocks, 0, secret.FromSeed(1), cfg, "bgv")
+	if err != nil {
+		b.Fatal(err)
+	}
+	enc, err := tr.Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	traceSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		w.Write(enc)
+	}))
+	defer traceSrv.Close()
+	ts := startServer(b) // serves the page, the worker and the wasm
+	br := newBrowser(b)
+	tb := newTab(b, br)
+	tb.navigate(ts.URL + "/")
+	script := fmt.Sprintf(`(async () => {
+	  const buf = await (await fetch(%s)).arrayBuffer();
+	  const w = new Worker('/static/worker.js');
+	  try {
+	    return await new Promise((resolve, reject) => {
+	      w.onmessage = (e) => { const ev = JSON.parse(e.data);
+	        if (ev.type === 'bench') resolve(JSON.stringify(ev.result));
+	        if (ev.type === 'error') reject(new Error(ev.message)); };
+	      w.postMessage({cmd: 'bench', bytes: buf}, [buf]);
+	    });
+	  } finally { w.terminate(); }
+	})()`, jsString(traceSrv.URL))
+	b.Logf("trace: %d rounds, %d frames, %.1f MB", rounds, len(tr.Frames), float64(len(enc))/1e6)
+
+	var wasmSec, nativeSec float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		nat, err := tabpkg.Replay(tr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(tb.ctx, browserLife)
+		out, err := chromedp.Run(ctx, chromedp.Evaluate[string](script, chromedp.EvalAwaitPromise))
+		cancel()
+		if err != nil {
+			tb.fatalf("wasm replay: %v", err)
+		}
+		var w tabpkg.ReplayResult
+		if err := json.Unmarshal([]byte(out), &w); err != nil {
+			b.Fatal(err)
+		}
+		if w.PlainHash != nat.PlainHash || w.Rounds != nat.Rounds || w.Replies != nat.Replies {
+			b.Fatalf("the wasm participant computed other replies than the native one: %+v vs %+v", w, nat)
+		}
+		wasmSec += w.Seconds / float64(w.Rounds)
+		nativeSec += nat.Seconds / float64(nat.Rounds)
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(1e3*wasmSec/n, "wasm-ms/round")
+	b.ReportMetric(1e3*nativeSec/n, "native-ms/round")
+	b.ReportMetric(wasmSec/nativeSec, "wasm/native")
+}

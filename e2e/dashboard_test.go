@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/hyfed/hyfed/server"
+)
+
+// TestDashboardFollowsTraining opens a federation's dashboard before anyone
+// has joined, lets 4 native participants train MNIST (quadrants:1) for 20
+// rounds, and checks that the same page, never reloaded, ends showing the
+// last round and the finished state.
+func TestDashboardFollowsTraining(t *testing.T) {
+	const rounds = 20
+	blocks := loadBlocks(t, "mnist", "quadrants:1")
+	ts := startServer(t)
+	name := "e2e dashboard: MNIST quadrants:1"
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, Lambda: 1e-3, Rounds: rounds, IIC: 0.2,
+		MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(30 * time.Second)})
+	b := newBrowser(t)
+	tb := newTab(t, b)
+	tb.navigate(ts.URL + fed.DashboardPath)
+
+	// Before training: the page has the federation from its event stream.
+	tb.waitJS("#title to name the federation", fmt.Sprintf("document.getElementById('title')?.textContent.trim() === %s", jsString(name)), 10*time.Second)
+	tb.waitJS("#state to say waiting", "document.getElementById('state')?.textContent.trim() === 'waiting'", 10*time.Second)
+	if got := tb.text("#round"); got != "0" {
+		tb.fatalf("#round is %q before training, want 0", got)
+	}
+	// A mark that a reload would wipe: the page must follow by itself.
+	evalJS[bool](tb, "(window.__e2eMark = true)")
+
+	// Sample what the page shows while the participants train (for the
+	// log: 20 rounds can take less than a second).
+	seen := map[string]bool{}
+	sampling, stop := context.WithCancel(t.Context()) // also ends if runNative fails the test
+	defer stop()
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-sampling.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if v, err := peekText(tb, "round"); err == nil {
+				seen[v] = true
+			}
+		}
+	}()
+	res := runNative(t, link, blocks)
+	stop()
+	<-sampled
+	for i, r := range res {
+		if r.Rounds != rounds {
+			t.Errorf("participant %d saw round %d last, want %d", i, r.Rounds, rounds)
+		}
+	}
+	st := waitStatus(t, ts.URL, fed.ID, "the federation to finish", 10*time.Second, func(st server.Status) bool { return st.State == "finished" })
+	if st.Round != rounds {
+		t.Fatalf("the API says finished at round %d, want %d", st.Round, rounds)
+	}
+
+	want := strconv.Itoa(rounds)
+	tb.waitJS("#round to show the last round, "+want, fmt.Sprintf("document.getElementById('round')?.textContent.trim() === %s", jsString(want)), 10*time.Second)
+	tb.waitJS("#state to say finished", "document.getElementById('state')?.textContent.trim() === 'finished'", 10*time.Second)
+	if !evalJS[bool](tb, "window.__e2eMark === true") {
+		tb.fatalf("the dashboard was reloaded during training: it must follow the event stream")
+	}
+	if got := tb.text("#title"); got != name {
+		tb.fatalf("#title is %q, want %q", got, name)
+	}
+	t.Logf("#round values the page showed during training (sampled every 50 ms): %v", sortedKeys(seen))
+
+	// The charts (being written): #chart-loss carries the number of points
+	// it draws in data-points.
+	if tb.exists("#chart-loss") {
+		tb.waitJS("#chart-loss to draw points", "Number(document.getElementById('chart-loss').getAttribute('data-points')) > 0", 10*time.Second)
+	} else {
+		t.Log("no #chart-loss on the dashboard yet: chart check not run")
+	}
+	screenshot(t, tb, "dashboard.png")
+
+	// What the server received: each participant's hello before it was
+	// registered (client -1), then frames from each of the 4 clients.
+	frames := ts.Frames(fed.ID)
+	hellos := len(blocks)
+	for _, r := range res {
+		hellos += r.Reconnects // a reconnection says hello again
+	}
+	if n := len(frames[-1]); n != hellos {
+		t.Errorf("%d frames before registration, want %d hellos", n, hellos)
+	}
+	for c := range len(blocks) {
+		if n := len(frames[c]); n < rounds {
+			t.Errorf("client %d sent %d frames in %d rounds", c, n, rounds)
+		}
+	}
+	if len(frames) != len(blocks)+1 {
+		t.Errorf("frames from %d client numbers (with -1), want %d", len(frames), len(blocks)+1)
+	}
+}
+
+// peekText reads an element's text without failing the test (for use off
+// the test's goroutine).
+func peekText(tb *tab, id string) (string, error) {
+	ctx, cancel := context.WithTimeout(tb.ctx, time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf("document.getElementById(%s)?.textContent.trim() ?? ''", jsString(id))))
+}
+
+// TestIndexListsFederations checks that / lists every federation with a
+// link to its dashboard, and that the link opens it.
+func TestIndexListsFederations(t *testing.T) {
+	ts := startServer(t)
+	names := []string{"e2e index: first", "e2e index: second"}
+	var paths []string
+	for _, n := range names {
+		_, fed := createFederation(t, ts.URL, server.CreateRequest{Name: n, Rounds: 5, MinParticipants: 2})
+		paths = append(paths, fed.DashboardPath)
+	}
+	b := newBrowser(t)
+	tb := newTab(t, b)
+	tb.navigate(ts.URL + "/")
+	for i, p := range paths {
+		link := fmt.Sprintf("a[href$=%s]", jsString(p))
+		tb.waitJS("a link to "+p, fmt.Sprintf("document.querySelector(%s) !== null", jsString(link)), 10*time.Second)
+		// The link's own text or its list entry names the federation.
+		cond := fmt.Sprintf("(a => (a.closest('li, tr') || a).textContent.includes(%s))(document.querySelector(%s))",
+			jsString(names[i]), jsString(link))
+		if !evalJS[bool](tb, cond) {
+			tb.fatalf("the entry with the link to %s does not name %q", p, names[i])
+		}
+	}
+	screenshot(t, tb, "index.png")
+
+	// Following the second link opens that federation's dashboard.
+	evalJS[bool](tb, fmt.Sprintf("(document.querySelector(%s).click(), true)", jsString(fmt.Sprintf("a[href$=%s]", jsString(paths[1])))))
+	tb.waitJS("the dashboard of "+names[1], fmt.Sprintf("location.pathname === %s && document.getElementById('title')?.textContent.trim() === %s",
+		jsString(paths[1]), jsString(names[1])), 10*time.Second)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(a, b string) int {
+		x, _ := strconv.Atoi(a)
+		y, _ := strconv.Atoi(b)
+		return x - y
+	})
+	return ks
+}

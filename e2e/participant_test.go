@@ -1,0 +1,229 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/hyfed/hyfed/server"
+	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/seal"
+	"github.com/hyfed/hyfed/shared/secret"
+)
+
+// Browser participants: the join page, its Web Worker and the WebAssembly
+// participant (wasmclient), built into web/static by `make web`.
+
+const joinTimeout = 60 * time.Second // the page fetches and compiles 12 MB of wasm
+
+// createSeeded creates a federation whose secret derives from seed, as
+// hyfed create --seed does, so that its run can be compared with hyfed
+// experiment's bit for bit.
+func createSeeded(t *testing.T, base string, seed int64, req server.CreateRequest) (string, *server.CreateResponse) {
+	t.Helper()
+	sec := secret.FromSeed(seed)
+	req.Seed, req.Fingerprint = uint64(seed), sec.Fingerprint()
+	var resp server.CreateResponse
+	if code := callAPI(t, "POST", base+"/api/federations", req, &resp); code != 201 {
+		t.Fatalf("create: HTTP %d", code)
+	}
+	return base + resp.JoinPath + "#" + sec.String(), &resp
+}
+
+// joinTab opens the join link in a new tab, uploads the block file through
+// the page's file input, waits for the page's summary of it, and presses
+// "Join training"; it returns once the server has welcomed the tab.
+func joinTab(t *testing.T, b *browser, link, file string, wantSamples int) *tab {
+	t.Helper()
+	tb := newTab(t, b)
+	tb.navigate(link)
+	tb.waitJS("the participant to load", "document.body.dataset.ready === '1'", joinTimeout)
+	tb.do("upload "+file, chromedp.SetUploadFiles("#file", []string{file}))
+	tb.waitJS("the summary of the file", "!document.getElementById('summary').hidden", 20*time.Second)
+	if got := tb.text("#summary-kv"); !strings.Contains(got, fmt.Sprintf("%d (", wantSamples)) {
+		tb.fatalf("%s: summary %q does not count %d samples", tb.name, got, wantSamples)
+	}
+	tb.do("press join", chromedp.Click("#join"))
+	tb.waitJS("the server's welcome", "document.body.dataset.registered === '1'", 20*time.Second)
+	return tb
+}
+
+// TestFourTabsTrainMNIST: four tabs each upload their own MNIST block
+// (quadrants:1) through the page and train together; the run ends where
+// hyfed experiment ends on the same settings, the dashboard draws its
+// chart, and the server received nothing in plaintext that it must not see.
+func TestFourTabsTrainMNIST(t *testing.T) {
+	const rounds, seed = 30, 7
+	blocks := loadBlocks(t, "mnist", "quadrants:1")
+	ts := startServer(t)
+	link, fed := createSeeded(t, ts.URL, seed, server.CreateRequest{Name: "e2e: four tabs, MNIST quadrants:1", Lambda: 1e-3,
+		Rounds: rounds, IIC: 0.2, MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures,
+		RoundTimeout: server.Duration(time.Minute)})
+	b := newBrowser(t)
+	dash := newTab(t, b)
+	dash.navigate(ts.URL + fed.DashboardPath)
+
+	start := time.Now()
+	tabs := make([]*tab, len(blocks))
+	for i, bl := range blocks { // one after another: the clients' numbers follow the blocks
+		tabs[i] = joinTab(t, b, link, writeBlockFile(t, bl, fmt.Sprintf("block-%d.libsvm", i)), bl.N())
+	}
+	t.Logf("4 tabs joined in %.1fs", time.Since(start).Seconds())
+	for _, tb := range tabs {
+		tb.waitJS("training to finish", "document.body.dataset.done === '1'", 3*time.Minute)
+	}
+	t.Logf("training (%d rounds) done %.1fs after the first tab opened", rounds, time.Since(start).Seconds())
+	st := waitStatus(t, ts.URL, fed.ID, "the federation to finish", 10*time.Second, func(s server.Status) bool { return s.State == "finished" })
+	final := st.History[len(st.History)-1]
+
+	// The same settings in one process (hyfed experiment).
+	want, err := experiment.Run(t.Context(), experiment.Options{Data: "mnist", Partition: "quadrants:1", Lambda: 1e-3, IIC: 0.2,
+		Rounds: rounds, Seed: seed, Fraction: 1, Step: "hyfed", Search: "primal", Estimate: "meanfield", Gamma: 1, Loss: "hinge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := float64(final.Primal)
+	rel := (got - want.PStar) / want.PStar
+	t.Logf("browser: primal %.12g, relative loss %.6g; hyfed experiment: primal %.12g, relative loss %.6g", got, rel, want.Primal, want.RelativeLoss)
+	if final.Round != rounds || math.Abs(got-want.Primal) > 1e-9*math.Abs(want.Primal) {
+		t.Fatalf("the browsers' run ended at round %d with primal %.15g; hyfed experiment: %.15g", final.Round, got, want.Primal)
+	}
+
+	// The dashboard followed the run and drew its loss chart.
+	dash.waitJS("the loss chart to have points", "Number(document.getElementById('chart-loss')?.dataset.points) > 0", 15*time.Second)
+	dash.waitJS("the last round on the dashboard", fmt.Sprintf("document.getElementById('round')?.textContent.trim() === '%d'", rounds), 10*time.Second)
+	screenshot(t, dash, "dashboard.png")
+	screenshot(t, tabs[0], "join.png")
+
+	// What left the tabs: check every frame the server received.
+	assertNoPlaintext(t, ts.Frames(fed.ID), blocks)
+	if sent := tabs[0].text("#sent-total"); !strings.Contains(sent, "encrypted") {
+		tabs[0].fatalf("the page does not say what it sent: %q", sent)
+	}
+}
+
+// assertNoPlaintext decodes every frame participants sent and checks that
+// no data, label, dual value or inner product is in it in plaintext: the
+// sealed parts are BGV ciphertexts (they decode only as such), no plaintext
+// vector has one entry per sample (dual values, inner products and labels
+// would), no record id appears anywhere, and the plaintext vectors are the
+// protocol's per-feature ones.
+func assertNoPlaintext(t *testing.T, frames map[int][][]byte, blocks []*partition.Block) {
+	t.Helper()
+	bgv, err := seal.ByName("bgv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := map[int]bool{}
+	features := map[int]bool{}
+	for _, b := range blocks {
+		samples[b.N()] = true
+		features[len(b.Features)] = true
+	}
+	n, sealed := 0, 0
+	for client, fs := range frames {
+		for i, f := range fs {
+			n++
+			m, err := protocol.DecodeMessage(bgv, f, protocol.DefaultLimits)
+			if err != nil {
+				t.Fatalf("client %d frame %d: not a BGV-sealed message: %v", client, i, err)
+			}
+			if m.Sealed != nil || m.Alpha != nil {
+				sealed++
+			}
+			for _, b := range blocks {
+				for _, id := range b.IDs[:50] {
+					if bytes.Contains(f, []byte(`"`+id+`"`)) {
+						t.Fatalf("client %d frame %d (%s) holds record id %q", client, i, m.Kind, id)
+					}
+				}
+			}
+			for name, v := range map[string]int{"HatW": len(m.HatW), "DW": len(m.DW), "GroupStats": len(m.GroupStats),
+				"GridLoss": len(m.GridLoss), "GridConj": len(m.GridConj), "GridTrainOK": len(m.GridTrainOK)} {
+				if v > 0 && samples[v] && !features[v] {
+					t.Fatalf("client %d frame %d (%s): plaintext %s has one entry per sample (%d)", client, i, m.Kind, name, v)
+				}
+				if (name == "HatW" || name == "DW") && v > 0 && !features[v] {
+					t.Fatalf("client %d frame %d (%s): plaintext %s of %d entries, not a block's feature count", client, i, m.Kind, name, v)
+				}
+			}
+		}
+	}
+	if n == 0 || sealed == 0 {
+		t.Fatalf("the server received %d frames, %d with sealed vectors", n, sealed)
+	}
+	t.Logf("checked %d frames the server received (%d with BGV ciphertexts): no plaintext data, labels, dual values or inner products", n, sealed)
+}
+
+// TestWrongSecretShowsError: a link whose secret is not the federation's
+// ends on the page's clear error, and the server registers nobody.
+func TestWrongSecretShowsError(t *testing.T) {
+	blocks := loadBlocks(t, "mnist", "quadrants:1")
+	ts := startServer(t)
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Lambda: 1e-3, Rounds: 5, IIC: 0.2, MinParticipants: 4,
+		NumFeatures: blocks[0].NumFeatures})
+	other, err := secret.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := link[:strings.Index(link, "#")+1] + other.String()
+	b := newBrowser(t)
+	tb := newTab(t, b)
+	tb.navigate(wrong)
+	tb.waitJS("the participant to load", "document.body.dataset.ready === '1'", joinTimeout)
+	tb.do("upload", chromedp.SetUploadFiles("#file", []string{writeBlockFile(t, blocks[0], "block-0.libsvm")}))
+	tb.waitJS("the summary", "!document.getElementById('summary').hidden", 20*time.Second)
+	tb.do("press join", chromedp.Click("#join"))
+	tb.waitJS("the wrong-secret error", "document.getElementById('error').dataset.code === 'wrong-secret' && getComputedStyle(document.getElementById('error')).display !== 'none'", 20*time.Second)
+	if title := tb.text("#error-title"); title != "Wrong secret" {
+		tb.fatalf("error title %q", title)
+	}
+	if text := tb.text("#error-text"); !strings.Contains(text, "part after #") {
+		tb.fatalf("error text %q does not say what to do", text)
+	}
+	screenshot(t, tb, "wrong-secret.png")
+	if st := fedStatus(t, ts.URL, fed.ID); len(st.Participants) != 0 {
+		t.Fatalf("the server registered %d participants", len(st.Participants))
+	}
+}
+
+// TestClosedTabOthersFinish: one of four tabs is closed mid-training; the
+// other three train to the last round.
+func TestClosedTabOthersFinish(t *testing.T) {
+	const rounds = 40
+	blocks := loadBlocks(t, "mnist", "quadrants:1")
+	ts := startServer(t)
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Lambda: 1e-3, Rounds: rounds, IIC: 0.2,
+		MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(20 * time.Second)})
+	b := newBrowser(t)
+	tabs := make([]*tab, len(blocks))
+	for i, bl := range blocks {
+		tabs[i] = joinTab(t, b, link, writeBlockFile(t, bl, fmt.Sprintf("block-%d.libsvm", i)), bl.N())
+	}
+	tabs[3].waitJS("round 5", "Number(document.getElementById('round').textContent) >= 5", time.Minute)
+	closedAt := fedStatus(t, ts.URL, fed.ID).Round
+	if err := chromedp.Cancel(tabs[3].ctx); err != nil {
+		t.Fatalf("closing tab 4: %v", err)
+	}
+	t.Logf("closed tab 4 at round %d", closedAt)
+	for _, tb := range tabs[:3] {
+		tb.waitJS("training to finish", "document.body.dataset.done === '1'", 3*time.Minute)
+	}
+	st := waitStatus(t, ts.URL, fed.ID, "the federation to finish", 10*time.Second, func(s server.Status) bool { return s.State == "finished" })
+	if st.Round != rounds || closedAt >= rounds {
+		t.Fatalf("finished at round %d (tab closed at %d), want %d", st.Round, closedAt, rounds)
+	}
+	t.Logf("participants at the end: %+v", st.Participants)
+	last := st.History[len(st.History)-1]
+	if last.Active > 3 {
+		t.Fatalf("the last round had %d active participants after a tab closed", last.Active)
+	}
+	screenshot(t, tabs[0], "tab-closed-others-finish.png")
+}

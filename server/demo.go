@@ -1,0 +1,133 @@
+package server
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+
+	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/labstack/echo/v4"
+)
+
+// DemoData supplies demo federations' blocks and their simulated
+// participants. It lives outside the server (hyfed serve --demo keeps it):
+// simulated participants hold the federation secret, which the
+// coordinator never does.
+type DemoData interface {
+	// Blocks returns the blocks of demo federation id (nil: it has none in
+	// this process, e.g. a demo federation from before a restart).
+	Blocks(id string) []*partition.Block
+	// Fill runs simulated native participants with the given blocks, in
+	// that order, in the background.
+	Fill(id string, blocks []int) error
+}
+
+// DemoBlock is one entry of GET /api/federations/:id/demo-blocks.
+type DemoBlock struct {
+	Block    int  `json:"block"`
+	Samples  int  `json:"samples"`
+	Features int  `json:"features"`
+	Taken    bool `json:"taken"` // handed to a page or to a simulated participant
+}
+
+func (s *Server) demoBlocks(c echo.Context) (*federation, []*partition.Block, error) {
+	f, err := s.lookup(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !f.meta.Demo {
+		return nil, nil, httpError(http.StatusNotFound, "not-demo", "federation %q is not a demo federation: bring your own block file", f.meta.ID)
+	}
+	var blocks []*partition.Block
+	if s.opt.Demo != nil {
+		blocks = s.opt.Demo.Blocks(f.meta.ID)
+	}
+	if blocks == nil {
+		return nil, nil, httpError(http.StatusNotFound, "not-demo", "this server holds no demo blocks for federation %q (it was created before the server restarted)", f.meta.ID)
+	}
+	return f, blocks, nil
+}
+
+// handleDemoList lists a demo federation's blocks.
+func (s *Server) handleDemoList(c echo.Context) error {
+	f, blocks, err := s.demoBlocks(c)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	taken := s.taken[f.meta.ID]
+	s.mu.Unlock()
+	out := make([]DemoBlock, len(blocks))
+	for k, b := range blocks {
+		out[k] = DemoBlock{Block: k, Samples: b.N(), Features: len(b.Features), Taken: taken[k]}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handleDemoBlock hands demo block k to a page as a LIBSVM block file.
+func (s *Server) handleDemoBlock(c echo.Context) error {
+	f, blocks, err := s.demoBlocks(c)
+	if err != nil {
+		return err
+	}
+	k, err := strconv.Atoi(c.Param("k"))
+	if err != nil || k < 0 || k >= len(blocks) {
+		return httpError(http.StatusNotFound, "bad-field", "block %q: this demo has blocks 0 to %d", c.Param("k"), len(blocks)-1)
+	}
+	var buf bytes.Buffer
+	if err := partition.WriteLIBSVM(&buf, blocks[k]); err != nil {
+		return err
+	}
+	s.take(f.meta.ID, k)
+	c.Response().Header().Set("Content-Disposition", "attachment; filename=demo-block-"+strconv.Itoa(k)+".libsvm")
+	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", buf.Bytes())
+}
+
+// handleFill fills a demo federation's free seats with simulated
+// participants: every block no page has taken.
+func (s *Server) handleFill(c echo.Context) error {
+	f, blocks, err := s.demoBlocks(c)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	started := f.coord.Started()
+	f.mu.Unlock()
+	if started {
+		return httpError(http.StatusConflict, "started", "training has started: there are no free seats")
+	}
+	s.mu.Lock()
+	if s.taken[f.meta.ID] == nil {
+		s.taken[f.meta.ID] = map[int]bool{}
+	}
+	var free []int
+	for k := range blocks {
+		if !s.taken[f.meta.ID][k] {
+			free = append(free, k)
+			s.taken[f.meta.ID][k] = true
+		}
+	}
+	s.mu.Unlock()
+	if len(free) == 0 {
+		return httpError(http.StatusConflict, "full", "every demo block is taken")
+	}
+	if err := s.opt.Demo.Fill(f.meta.ID, free); err != nil {
+		s.mu.Lock()
+		for _, k := range free {
+			delete(s.taken[f.meta.ID], k)
+		}
+		s.mu.Unlock()
+		return httpError(http.StatusInternalServerError, "fill", "simulated participants: %v", err)
+	}
+	s.log.Info("demo seats filled", "federation", f.meta.ID, "blocks", free)
+	return c.JSON(http.StatusOK, map[string]any{"started": len(free), "blocks": free})
+}
+
+func (s *Server) take(id string, k int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.taken[id] == nil {
+		s.taken[id] = map[int]bool{}
+	}
+	s.taken[id][k] = true
+}

@@ -1,0 +1,308 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+
+	"github.com/hyfed/hyfed/shared/seal"
+	"github.com/labstack/echo/v4"
+)
+
+// This file serves what the pages draw besides the status: the model w
+// (GET /api/federations/:id/model) and everything the server process holds
+// for a federation (GET /api/federations/:id/server-view), so that the
+// privacy page can put it beside what a participant's tab holds.
+//
+// Everything is read from the coordinator under the federation lock, as
+// the status is: the plaintext parts (w, every participant's primal
+// contribution hat_w_k) and the sealed ones (Coordinator.Held: the dual
+// values, the squared norms, and where each participant's samples sit).
+// The per-round aggregates (the direction and the inner products) live
+// only while a round runs; their size follows from the same layout.
+
+// ModelView is GET /api/federations/{id}/model.
+type ModelView struct {
+	Round       int     `json:"round"`
+	NumFeatures int     `json:"num_features"`
+	W           []Float `json:"w"` // null before training starts
+}
+
+// SealedView describes one sealed vector the server holds.
+type SealedView struct {
+	What        string `json:"what"`
+	Form        string `json:"form"`
+	Ciphertexts int    `json:"ciphertexts"`
+	Bytes       int    `json:"bytes"`
+	// Values is how many samples' values the ciphertexts carry.
+	Values int `json:"values"`
+	// Readable is set only under the plaintext scheme: the first values of
+	// the vector, which the server can read since nothing is sealed.
+	Readable []Float `json:"readable_values,omitempty"`
+}
+
+// PlainView is a vector the server holds in plaintext.
+type PlainView struct {
+	What  string  `json:"what"`
+	Count int     `json:"count"`
+	Head  []Float `json:"head"` // the first few values
+	// Features are the global feature indexes of Values (a participant's
+	// hat_w is on its own features); absent for w, which is on all.
+	Features []int `json:"features,omitempty"`
+	// Values is the whole vector when it has at most maxViewValues entries.
+	Values []Float `json:"values,omitempty"`
+}
+
+// ParticipantHeld is what the server holds for one participant.
+type ParticipantHeld struct {
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	Samples  int    `json:"samples"`
+	Features int    `json:"features"`
+	// Dual is the sealed vector of the dual values a_n of the
+	// participant's samples.
+	Dual *SealedView `json:"dual"`
+	// Norms is the sealed vector of the squared row norms of its samples,
+	// summed over their holders.
+	Norms *SealedView `json:"norms"`
+	// RoundAggregates are the sealed direction d and inner products x.u the
+	// server sums for its samples during a round and sends back.
+	RoundAggregates *SealedView `json:"round_aggregates"`
+	// HatW is its primal contribution hat_w_k, in plaintext.
+	HatW *PlainView `json:"hat_w"`
+}
+
+// ServerView is GET /api/federations/{id}/server-view: what the server
+// process holds for the federation right now.
+type ServerView struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	State  string `json:"state"`
+	Round  int    `json:"round"`
+	Scheme string `json:"scheme"`
+	// ServerCanReadDual is true under the plaintext scheme only.
+	ServerCanReadDual bool   `json:"server_can_read_dual_values"`
+	Note              string `json:"note"`
+	NumFeatures       int    `json:"num_features"`
+	SlotsPerCipher    int    `json:"slots_per_ciphertext"`
+	// SealedAsOfRound is the round boundary the sealed vectors are from
+	// (null before the first one).
+	SealedAsOfRound *int `json:"sealed_as_of_round"`
+	// Dual and Norms are the federation's whole sealed vectors.
+	Dual  *SealedView `json:"dual"`
+	Norms *SealedView `json:"norms"`
+	// W is the global model, in plaintext (null before training starts).
+	W            *PlainView        `json:"w"`
+	Participants []ParticipantHeld `json:"participants"`
+	// AlsoPlaintext lists what else the server sees in plaintext.
+	AlsoPlaintext []string `json:"also_plaintext"`
+}
+
+const (
+	// viewHead is how many values of a plaintext vector a view shows.
+	viewHead = 8
+	// maxViewValues bounds the whole vectors a view includes.
+	maxViewValues = 4096
+)
+
+const (
+	formBGV   = "BGV ciphertext, unreadable without the federation secret"
+	formPlain = "plaintext: the server CAN read these values"
+)
+
+var alsoPlaintext = []string{
+	"the global model w and every participant's primal contribution hat_w_k",
+	"each round, every holder's share of the change of its primal contribution (dw)",
+	"each round, per reporting holder, sums of loss, dual term and correct predictions over its sample groups",
+	"once, per sample group and holder, the squared norm of the block's mean row and its centered variance",
+	"sample pseudonyms (keyed hashes of record ids), counts, feature indexes, timings",
+}
+
+func (s *Server) handleModel(c echo.Context) error {
+	f, err := s.lookup(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, f.model())
+}
+
+func (s *Server) handleServerView(c echo.Context) error {
+	f, err := s.lookup(c)
+	if err != nil {
+		return err
+	}
+	v, err := f.serverView()
+	if err != nil {
+		return fmt.Errorf("server view of federation %s: %w", f.meta.ID, err)
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, v)
+}
+
+func (f *federation) model() ModelView {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v := ModelView{Round: f.coord.Round(), NumFeatures: f.coord.Config().NumFeatures}
+	if w := f.coord.W(); f.coord.Started() && w != nil {
+		v.NumFeatures = len(w)
+		v.W = floats(w)
+	}
+	return v
+}
+
+func floats(x []float64) []Float {
+	out := make([]Float, len(x))
+	for i, v := range x {
+		out[i] = Float(v)
+	}
+	return out
+}
+
+func plainView(what string, x []float64, features []int) *PlainView {
+	v := &PlainView{What: what, Count: len(x), Head: floats(x[:min(len(x), viewHead)])}
+	if len(x) <= maxViewValues {
+		v.Values = floats(x)
+		if len(features) == len(x) {
+			v.Features = features
+		}
+	}
+	return v
+}
+
+func (f *federation) serverView() (*ServerView, error) {
+	plain := f.meta.Scheme == "plaintext"
+	form, key := formBGV, seal.Key(nil)
+	if plain {
+		form = formPlain
+		if p, ok := f.scheme.(seal.Plaintext); ok {
+			key = seal.PlainKey{S: p} // nothing is sealed: the server reads it
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v := &ServerView{ID: f.meta.ID, Name: f.meta.Name, State: f.stateLocked(), Round: f.coord.Round(), Scheme: f.meta.Scheme,
+		NumFeatures: f.coord.Config().NumFeatures, SlotsPerCipher: f.scheme.ChunkLen(),
+		Participants: []ParticipantHeld{}, AlsoPlaintext: alsoPlaintext, ServerCanReadDual: plain}
+	if plain {
+		v.Note = "This federation runs WITHOUT encryption (--plaintext): the server can read every dual value it holds, and the values below are read from them."
+	} else {
+		v.Note = "Dual values, their updates, inner products and squared norms reach the server only as BGV ciphertexts; the key derives from the federation secret, which the server never receives."
+	}
+	started := f.coord.Started()
+	if w := f.coord.W(); started && w != nil {
+		v.W = plainView("global model w", w, nil)
+		v.NumFeatures = len(w)
+	}
+	held := f.coord.Held()
+	if held.Alpha != nil {
+		r := f.coord.Round()
+		v.SealedAsOfRound = &r
+		all := chunksOf(held.Alpha)
+		dual, err := summarize(f.scheme, key, held.Alpha, all, nil)
+		if err != nil {
+			return nil, err
+		}
+		norms, err := summarize(f.scheme, key, held.Norms, chunksOf(held.Norms), nil)
+		if err != nil {
+			return nil, err
+		}
+		v.Dual = dual.view("dual values a_n of all samples", form, held.Samples)
+		v.Norms = norms.view("squared row norms of all samples, summed over their holders", form, held.Samples)
+	}
+	summed := summedChunkBytes(f.scheme, held.Alpha)
+	infos := f.coord.Clients()
+	for k, name := range f.names {
+		p := ParticipantHeld{Name: name, State: "left-before-start"}
+		if k >= len(infos) || !infos[k].Registered {
+			v.Participants = append(v.Participants, p)
+			continue
+		}
+		ci := infos[k]
+		p.Samples, p.Features, p.State = ci.Samples, ci.Features, participantState(ci)
+		if k < len(held.Clients) && held.Alpha != nil && len(held.Clients[k].Slots) > 0 {
+			hc := held.Clients[k]
+			dual, err := summarize(f.scheme, key, held.Alpha, hc.Chunks, hc.Slots)
+			if err != nil {
+				return nil, err
+			}
+			norms, err := summarize(f.scheme, key, held.Norms, hc.Chunks, hc.Slots)
+			if err != nil {
+				return nil, err
+			}
+			p.Dual = dual.view("dual values a_n of its samples", form, len(hc.Slots))
+			p.Norms = norms.view("squared norms of its samples' rows, summed over their holders", form, len(hc.Slots))
+			p.RoundAggregates = &SealedView{What: "per round: the direction d and the inner products x.u of its samples, summed, sent back, not kept",
+				Form: form, Ciphertexts: 2 * len(hc.Chunks), Bytes: 2 * len(hc.Chunks) * summed, Values: 2 * len(hc.Slots)}
+		}
+		if started && k < len(held.Clients) {
+			if hw := f.coord.HatW(k); hw != nil {
+				p.HatW = plainView("primal contribution hat_w_k (on its features)", hw, held.Clients[k].Features)
+			}
+		}
+		v.Participants = append(v.Participants, p)
+	}
+	return v, nil
+}
+
+// chunksOf lists the chunks a sealed vector has, ascending.
+func chunksOf(v seal.Vec) []int {
+	out := make([]int, 0, len(v))
+	for ci := range v {
+		out = append(out, ci)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// summedChunkBytes is the wire size of one chunk of v (a sum of
+// ciphertexts, as the round's aggregates are); 0 for an empty v.
+func summedChunkBytes(scheme seal.Scheme, v seal.Vec) int {
+	for _, c := range v {
+		return scheme.WireSize(c)
+	}
+	return 0
+}
+
+// sealedVec sums up a sealed vector (or the part of it on some chunks).
+type sealedVec struct {
+	ciphertexts int
+	bytes       int
+	readable    []float64 // plaintext scheme only
+}
+
+func (s sealedVec) view(what, form string, values int) *SealedView {
+	v := &SealedView{What: what, Form: form, Ciphertexts: s.ciphertexts, Bytes: s.bytes, Values: values}
+	if s.readable != nil {
+		v.Readable = floats(s.readable)
+	}
+	return v
+}
+
+// summarize counts the chunks of v among the given ones and their bytes;
+// with a key (the plaintext scheme only) it also reads the first values,
+// of the given slots or, if none are given, of the vector.
+func summarize(scheme seal.Scheme, key seal.Key, v seal.Vec, chunks, slots []int) (sealedVec, error) {
+	var s sealedVec
+	for _, ci := range chunks {
+		if c, ok := v[ci]; ok {
+			s.ciphertexts++
+			s.bytes += scheme.WireSize(c)
+		}
+	}
+	if key == nil {
+		return s, nil
+	}
+	if slots == nil {
+		for _, ci := range chunks {
+			for j := 0; j < scheme.ChunkLen() && len(slots) < viewHead; j++ {
+				slots = append(slots, ci*scheme.ChunkLen()+j)
+			}
+		}
+	}
+	vals, err := seal.OpenSlots(key, v, slots[:min(len(slots), viewHead)])
+	if err != nil {
+		return s, fmt.Errorf("reading plaintext values: %w", err)
+	}
+	s.readable = vals
+	return s, nil
+}

@@ -1,0 +1,125 @@
+//go:build js && wasm
+
+// Command wasmclient is hyfed's participant for the browser: compiled with
+// GOOS=js GOARCH=wasm, it runs in a Web Worker (web/static/worker.js) so
+// that the page stays responsive while it computes. The page hands it the
+// bytes of the block file the user picked; the bytes stay in the tab. Out
+// of the tab go only the protocol's messages: sealed dual values and inner
+// products, and the plaintext primal contribution.
+//
+// The worker calls three functions this program sets on the global object:
+//
+//	hyfedLoad(name, Uint8Array)  parse and summarize a block file
+//	hyfedStart(href, session)    join the federation of a join link (session: return to a seat)
+//	hyfedStop()                  leave
+//	hyfedBench(Uint8Array)       replay a recorded trace (tab.Trace), timing the participant
+//
+// and receives every event as a JSON string through postMessage.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"syscall/js"
+
+	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/session"
+	"github.com/hyfed/hyfed/wasmclient/tab"
+)
+
+func main() {
+	var (
+		block  *partition.Block
+		cancel context.CancelFunc
+		events = make(chan tab.Event, 256)
+	)
+	// One goroutine posts events, so the page sees them in order.
+	go func() {
+		for e := range events {
+			b, err := json.Marshal(e)
+			if err != nil {
+				b, _ = json.Marshal(tab.Event{Type: "error", Message: fmt.Sprintf("event: %v", err)})
+			}
+			js.Global().Call("postMessage", string(b))
+		}
+	}()
+	emit := func(e tab.Event) { events <- e }
+	js.Global().Set("hyfedLoad", js.FuncOf(func(_ js.Value, args []js.Value) any {
+		if len(args) != 2 || args[1].Type() != js.TypeObject {
+			return "hyfedLoad(name, bytes): wrong arguments"
+		}
+		name := args[0].String()
+		data := make([]byte, args[1].Get("byteLength").Int())
+		js.CopyBytesToGo(data, args[1]) // one bulk copy
+		go func() {
+			b, s, err := tab.Load(name, data)
+			if err != nil {
+				emit(tab.Event{Type: "error", Code: "bad-file", Message: err.Error()})
+				return
+			}
+			block = b
+			sum, _ := json.Marshal(s)
+			js.Global().Call("postMessage", `{"type":"summary","summary":`+string(sum)+`}`)
+		}()
+		return nil
+	}))
+	js.Global().Set("hyfedStart", js.FuncOf(func(_ js.Value, args []js.Value) any {
+		if block == nil {
+			return "load a block first"
+		}
+		if cancel != nil {
+			return "already running"
+		}
+		if len(args) != 2 {
+			return "hyfedStart(href, session): wrong arguments"
+		}
+		href, sess := args[0].String(), ""
+		if args[1].Type() == js.TypeString {
+			sess = args[1].String()
+		}
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(context.Background())
+		go func() {
+			tab.Run(ctx, href, sess, block, session.WebSocket(int64(protocol.DefaultLimits.MaxBytes)), emit)
+		}()
+		return nil
+	}))
+	js.Global().Set("hyfedStop", js.FuncOf(func(js.Value, []js.Value) any {
+		if cancel != nil {
+			cancel()
+		}
+		return nil
+	}))
+	js.Global().Set("hyfedBench", js.FuncOf(func(_ js.Value, args []js.Value) any {
+		if len(args) != 1 || args[0].Type() != js.TypeObject {
+			return "hyfedBench(bytes): wrong arguments"
+		}
+		data := make([]byte, args[0].Get("byteLength").Int())
+		js.CopyBytesToGo(data, args[0])
+		go func() {
+			out, err := bench(data)
+			if err != nil {
+				emit(tab.Event{Type: "error", Code: "bench", Message: err.Error()})
+				return
+			}
+			js.Global().Call("postMessage", `{"type":"bench","result":`+string(out)+`}`)
+		}()
+		return nil
+	}))
+	js.Global().Call("postMessage", `{"type":"ready"}`)
+	select {}
+}
+
+func bench(data []byte) ([]byte, error) {
+	t, err := tab.DecodeTrace(data)
+	if err != nil {
+		return nil, err
+	}
+	r, err := tab.Replay(t)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(r)
+}

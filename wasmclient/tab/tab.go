@@ -1,0 +1,282 @@
+// Package tab is the browser participant's logic, kept free of syscall/js
+// so that it builds and is tested natively: it loads the block file the
+// user picked, summarizes it for the page, runs the participant through
+// shared/session and reports what happens (and what leaves the tab) as
+// events. wasmclient's main only moves bytes and events across syscall/js.
+package tab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/session"
+)
+
+// MaxFileBytes bounds the file a page may load (a tab has little memory to
+// spare; 512 MB is far above any block a browser can train on).
+const MaxFileBytes = 512 << 20
+
+// Summary describes a loaded block for the page. It is computed in the tab
+// and never sent.
+type Summary struct {
+	File        string `json:"file"`
+	Bytes       int    `json:"bytes"`
+	Samples     int    `json:"samples"`
+	Train       int    `json:"train"`
+	Heldout     int    `json:"heldout"`
+	Positive    int    `json:"positive"`
+	Negative    int    `json:"negative"`
+	Unlabelled  int    `json:"unlabelled"`
+	Features    int    `json:"features"`
+	NumFeatures int    `json:"num_features"`
+	Columns     string `json:"columns"` // the block's features as 1-based ranges
+	NonZeros    int    `json:"non_zeros"`
+	// Image is set for 28x28 images (784 pixels, and a bias feature): the
+	// page then draws rows and weights as pictures.
+	Image   bool  `json:"image"`
+	Preview []Row `json:"preview"`
+}
+
+// Row is one sample of the block, on its non-zero features (0-based
+// global indexes).
+type Row struct {
+	ID       string    `json:"id"`
+	Label    float64   `json:"label"`
+	Features []int     `json:"features"`
+	Values   []float64 `json:"values"`
+}
+
+// PreviewRows is how many rows the summary carries.
+const PreviewRows = 8
+
+// Load reads a block file (LIBSVM or CSV, as hyfed partition writes them)
+// from the bytes the user picked and summarizes it.
+func Load(name string, data []byte) (*partition.Block, *Summary, error) {
+	if len(data) == 0 {
+		return nil, nil, fmt.Errorf("%s: the file is empty", name)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, nil, fmt.Errorf("%s: %d bytes, more than the %d MB a tab can load", name, len(data), MaxFileBytes>>20)
+	}
+	b, err := partition.ReadBlock(bytes.NewReader(data), name)
+	if err != nil {
+		if !bytes.HasPrefix(data, []byte("# hyfed-block")) {
+			return nil, nil, fmt.Errorf("%w (a block file starts with the line '# hyfed-block v1 features=M ...'; `hyfed partition` writes them from a data set)", err)
+		}
+		return nil, nil, err
+	}
+	if b.N() == 0 {
+		return nil, nil, fmt.Errorf("%s: the block has no samples", name)
+	}
+	return b, summarize(name, len(data), b), nil
+}
+
+func summarize(name string, size int, b *partition.Block) *Summary {
+	s := &Summary{File: name, Bytes: size, Samples: b.N(), Features: len(b.Features), NumFeatures: b.NumFeatures,
+		Columns: partition.FormatRanges(b.Features), NonZeros: b.X.NNZ()}
+	s.Image = b.NumFeatures == 784 || b.NumFeatures == 785
+	for i := range b.IDs {
+		switch {
+		case b.Heldout[i]:
+			s.Heldout++
+		case b.Y[i] > 0:
+			s.Train++
+			s.Positive++
+		case b.Y[i] < 0:
+			s.Train++
+			s.Negative++
+		default:
+			s.Train++
+			s.Unlabelled++
+		}
+	}
+	for i := 0; i < b.N() && len(s.Preview) < PreviewRows; i++ {
+		idx, val := b.X.Row(i)
+		r := Row{ID: b.IDs[i], Label: b.Y[i], Features: []int{}, Values: []float64{}}
+		if idx == nil { // dense: every column
+			for j, v := range val {
+				if v != 0 {
+					r.Features = append(r.Features, b.Features[j])
+					r.Values = append(r.Values, v)
+				}
+			}
+		} else {
+			for j, c := range idx {
+				r.Features = append(r.Features, b.Features[c])
+				r.Values = append(r.Values, val[j])
+			}
+		}
+		s.Preview = append(s.Preview, r)
+	}
+	return s
+}
+
+// Event is what the tab reports to its page. Type says which fields are
+// set: state (State, Name, Message, WaitMS), progress (Round, Rounds,
+// Phase, Active), sent (Sent), error (Code, Message), done (Result).
+type Event struct {
+	Type    string  `json:"type"`
+	State   string  `json:"state,omitempty"` // connecting, registered, reconnecting
+	Name    string  `json:"name,omitempty"`
+	Session string  `json:"session,omitempty"` // the token to return with after a reload (kept in the tab)
+	Message string  `json:"message,omitempty"`
+	Code    string  `json:"code,omitempty"`
+	WaitMS  int64   `json:"wait_ms,omitempty"`
+	Round   int     `json:"round,omitempty"`
+	Rounds  int     `json:"rounds,omitempty"`
+	Phase   string  `json:"phase,omitempty"`
+	Active  *bool   `json:"active,omitempty"`
+	Sent    *Sent   `json:"sent,omitempty"`
+	Result  *Result `json:"result,omitempty"`
+}
+
+// Sent is what has left the tab so far, by message kind.
+type Sent struct {
+	Frames int `json:"frames"`
+	Bytes  int `json:"bytes"`
+	// SealedBytes are ciphertexts (BGV: unreadable without the secret);
+	// PlainBytes the rest of the frames: kind, round, and the plaintext
+	// numbers the protocol sends (the primal contribution hat_w_k, the
+	// direction on the tab's features, loss and accuracy sums).
+	SealedBytes  int                  `json:"sealed_bytes"`
+	PlainBytes   int                  `json:"plain_bytes"`
+	PlainNumbers int                  `json:"plain_numbers"`
+	ByKind       map[string]*KindSent `json:"by_kind"`
+}
+
+// KindSent counts one kind of message.
+type KindSent struct {
+	Frames       int `json:"frames"`
+	SealedBytes  int `json:"sealed_bytes"`
+	PlainBytes   int `json:"plain_bytes"`
+	PlainNumbers int `json:"plain_numbers"`
+}
+
+func (s *Sent) add(m *protocol.Message, frame []byte) {
+	hdr, sealed, ok := protocol.FrameParts(frame)
+	if !ok {
+		hdr, sealed = len(frame), 0
+	}
+	nums := PlainNumbers(m)
+	s.Frames++
+	s.Bytes += len(frame)
+	s.SealedBytes += sealed
+	s.PlainBytes += hdr
+	s.PlainNumbers += nums
+	k := s.ByKind[string(m.Kind)]
+	if k == nil {
+		k = &KindSent{}
+		s.ByKind[string(m.Kind)] = k
+	}
+	k.Frames++
+	k.SealedBytes += sealed
+	k.PlainBytes += hdr
+	k.PlainNumbers += nums
+}
+
+func (s *Sent) clone() *Sent {
+	c := *s
+	c.ByKind = make(map[string]*KindSent, len(s.ByKind))
+	for k, v := range s.ByKind {
+		kv := *v
+		c.ByKind[k] = &kv
+	}
+	return &c
+}
+
+// PlainNumbers counts the numbers a message carries in plaintext (outside
+// its sealed vectors).
+func PlainNumbers(m *protocol.Message) int {
+	n := len(m.HatW) + len(m.DW) + len(m.W) + len(m.Grid) + len(m.GroupStats) +
+		len(m.GridLoss) + len(m.GridConj) + len(m.GridTrainOK) + len(m.GridHeldOK)
+	if m.DConj != 0 {
+		n++
+	}
+	return n
+}
+
+// Result closes a run.
+type Result struct {
+	Name       string `json:"name"`
+	Rounds     int    `json:"rounds"`
+	Reconnects int    `json:"reconnects"`
+	BytesSent  int    `json:"bytes_sent"`
+	BytesRecv  int    `json:"bytes_received"`
+	Seconds    int    `json:"seconds"`
+}
+
+// phases name the coordinator's messages for people.
+var phases = map[protocol.Kind]string{
+	protocol.KindSetup: "setting up", protocol.KindNorms: "setting up", protocol.KindRefresh: "refreshing dual values",
+	protocol.KindStep: "local dual step", protocol.KindDirection: "direction", protocol.KindWeights: "inner products",
+	protocol.KindTrial: "step size search", protocol.KindApply: "applying the step",
+}
+
+// Run takes part in the federation of the join link href with block b
+// until training ends, reporting to emit (called from Run's goroutine and
+// from session callbacks, never concurrently). A non-empty sess returns to
+// a seat taken before (a reloaded page). The returned error is also
+// emitted as an error event.
+func Run(ctx context.Context, href, sess string, b *partition.Block, dial session.Dialer, emit func(Event)) error {
+	start := time.Now()
+	link, err := session.ParseLink(href)
+	if err != nil {
+		emit(Event{Type: "error", Code: "bad-link", Message: err.Error() + " (open the whole join link, including the part after #)"})
+		return err
+	}
+	sent := &Sent{ByKind: map[string]*KindSent{}}
+	rounds := 0
+	lastSent := time.Time{}
+	emit(Event{Type: "state", State: "connecting"})
+	res, err := session.Run(ctx, link, b, session.Options{
+		Dial:    dial,
+		Session: sess,
+		OnWelcome: func(token, name string) {
+			emit(Event{Type: "state", State: "registered", Name: name, Session: token})
+		},
+		OnMessage: func(m *protocol.Message) {
+			if m.Setup != nil {
+				rounds = m.Setup.Config.Rounds
+			}
+			ph, ok := phases[m.Kind]
+			if !ok {
+				return
+			}
+			e := Event{Type: "progress", Round: m.Round, Rounds: rounds, Phase: ph}
+			if m.Kind == protocol.KindStep {
+				a := m.Active
+				e.Active = &a
+			}
+			emit(e)
+		},
+		OnSend: func(m *protocol.Message, frame []byte) {
+			sent.add(m, frame)
+			// Bulk, not per frame: crossing into the page costs.
+			if time.Since(lastSent) > 200*time.Millisecond || m.Kind == protocol.KindHello {
+				lastSent = time.Now()
+				emit(Event{Type: "sent", Sent: sent.clone()})
+			}
+		},
+		OnRetry: func(err error, wait time.Duration) {
+			emit(Event{Type: "state", State: "reconnecting", Message: err.Error(), WaitMS: wait.Milliseconds()})
+		},
+	})
+	emit(Event{Type: "sent", Sent: sent.clone()})
+	if err != nil {
+		code := ""
+		var ce *protocol.CodedError
+		if errors.As(err, &ce) {
+			code = ce.Code
+		}
+		emit(Event{Type: "error", Code: code, Message: err.Error()})
+		return err
+	}
+	emit(Event{Type: "done", Result: &Result{Name: res.Name, Rounds: res.Rounds, Reconnects: res.Reconnects,
+		BytesSent: res.BytesSent, BytesRecv: res.BytesRecv, Seconds: int(time.Since(start).Seconds())}})
+	return nil
+}
