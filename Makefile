@@ -84,6 +84,7 @@ bench: build data
 # demo block, and press "fill the free seats" on the dashboard.
 ADDR ?= localhost:8080
 run: build data
+	rm -rf $(CACHE)/run  # a fresh demo each time (older demo federations would wait forever)
 	$(BIN) serve --addr $(ADDR) --data-dir $(CACHE)/run --demo --demo-rounds 300
 
 # The README's convergence table (long: hours on 2 cores).

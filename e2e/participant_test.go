@@ -101,12 +101,20 @@ func TestFourTabsTrainMNIST(t *testing.T) {
 	dash.waitJS("the last round on the dashboard", fmt.Sprintf("document.getElementById('round')?.textContent.trim() === '%d'", rounds), 10*time.Second)
 	screenshot(t, dash, "dashboard.png")
 	screenshot(t, tabs[0], "join.png")
-
-	// What left the tabs: check every frame the server received.
-	assertNoPlaintext(t, ts.Frames(fed.ID), blocks)
 	if sent := tabs[0].text("#sent-total"); !strings.Contains(sent, "encrypted") {
 		tabs[0].fatalf("the page does not say what it sent: %q", sent)
 	}
+
+	// The privacy view, in the first tab (which holds its rows): its own
+	// rows beside what the server holds, sealed.
+	priv := ts.URL + fed.DashboardPath + "/privacy"
+	tabs[0].navigate(priv)
+	tabs[0].waitJS("the server's side", "document.getElementById('parts').textContent.includes('BGV ciphertext')", 15*time.Second)
+	tabs[0].waitJS("the tab's own rows", "document.querySelectorAll('#preview canvas').length > 0", 5*time.Second)
+	screenshot(t, tabs[0], "privacy.png")
+
+	// What left the tabs: check every frame the server received.
+	assertNoPlaintext(t, ts.Frames(fed.ID), blocks)
 }
 
 // assertNoPlaintext decodes every frame participants sent and checks that
