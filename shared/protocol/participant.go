@@ -371,16 +371,16 @@ func (p *Participant) onWeights(m Message) ([]Message, error) {
 	if len(m.W) != len(p.block.Features) {
 		return nil, fmt.Errorf("participant: weights: %d values for %d features", len(m.W), len(p.block.Features))
 	}
-	if m.Applied && p.pending != nil {
+	if m.Applied {
 		for i, d := range p.pending {
 			// The very numbers the group's reporter sealed for the
 			// server's copy (onApply): both copies stay equal.
 			p.alpha[i] += seal.Quantize(m.Gamma * d)
 		}
-		if p.trial != nil {
-			for i, t := range p.trial {
-				p.ip[i] += m.Gamma * t
-			}
+		// w moved whether or not this client's samples did (a client with
+		// no updating group has no direction but must still follow w).
+		for i, t := range p.trial {
+			p.ip[i] += m.Gamma * t
 		}
 	}
 	p.pending, p.trial = nil, nil
