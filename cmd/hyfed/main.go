@@ -38,6 +38,7 @@ var commands = []command{
 	{"join", "take part in a federation with one block file", runJoin},
 	{"sim", "run many native participants (one block each) against a federation", runSim},
 	{"bench-net", "time rounds with many participants on loopback websockets (server in a child process)", runBenchNet},
+	{"compare", "HyFDCA against FedAvg, HyFEM and FedHybrid on the paper's grid, tuned; Markdown table and SVG plots", runCompare},
 }
 
 func usage(w io.Writer) {

@@ -1,0 +1,494 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hyfed/hyfed/shared/baseline"
+	"github.com/hyfed/hyfed/shared/central"
+	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/loss"
+	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/svgplot"
+)
+
+// hyfed compare: the paper's comparison (papers/001 sec. 2) of HyFDCA with
+// the baselines, each tuned by a log-uniform random search, reported after
+// T rounds and at equal wall time.
+
+// cmpSetting is one cell of the grid.
+type cmpSetting struct {
+	Data, Partition string
+	Fraction        float64
+	Loss            string // hinge; logistic on the horizontal settings, where FedHybrid (smooth losses only) joins
+}
+
+func (s cmpSetting) String() string {
+	l := ""
+	if s.Loss != "hinge" {
+		l = " " + s.Loss
+	}
+	return fmt.Sprintf("%s %s f=%g%s", shortData(s.Data), s.Partition, s.Fraction, l)
+}
+
+func shortData(d string) string {
+	if strings.HasPrefix(d, "synthetic:") {
+		return "sparse synthetic"
+	}
+	return d
+}
+
+// cmpPoint is one round of a run.
+type cmpPoint struct {
+	Round   int
+	Seconds float64 // wall time since the run started
+	Primal  float64
+	HeldAcc float64
+}
+
+// cmpParam is a hyperparameter searched log-uniformly in [Lo, Hi].
+type cmpParam struct {
+	Name   string
+	Lo, Hi float64
+}
+
+// cmpAlgo runs one algorithm with given hyperparameters.
+type cmpAlgo struct {
+	Name   string
+	Params []cmpParam
+	// Applies says whether the algorithm runs on the partition (FedHybrid
+	// is for horizontal partitions only).
+	Applies func(partition string) bool
+	Run     func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error)
+}
+
+// cmpGrid is the paper's grid (papers/001 sec. 2: hybrid partitions, the
+// hinge loss), plus horizontal settings with the logistic loss where
+// FedHybrid runs too; or a small grid for --quick.
+func cmpGrid(quick bool, sparse string) []cmpSetting {
+	fractions := []float64{0.1, 0.5, 0.9}
+	parts := map[string][]string{
+		"fashion-mnist": {"quadrants:1", "quadrants:125", "quadrants:1250"},
+		sparse:          {"grid:3,3", "grid:5,5", "grid:12,12"},
+	}
+	horizontal := []string{"fashion-mnist|horizontal:10"}
+	if quick {
+		fractions = []float64{0.5}
+		parts = map[string][]string{"fashion-mnist": {"quadrants:1"}, sparse: {"grid:3,3"}}
+		horizontal = []string{sparse + "|horizontal:4"}
+	}
+	var out []cmpSetting
+	for _, d := range []string{"fashion-mnist", sparse} {
+		for _, p := range parts[d] {
+			for _, f := range fractions {
+				out = append(out, cmpSetting{Data: d, Partition: p, Fraction: f, Loss: "hinge"})
+			}
+		}
+	}
+	for _, h := range horizontal {
+		d, p, _ := strings.Cut(h, "|")
+		for _, f := range fractions {
+			out = append(out, cmpSetting{Data: d, Partition: p, Fraction: f, Loss: "logistic"})
+		}
+	}
+	return out
+}
+
+// hyfdcaAlgo runs HyFDCA through the in-process federation (plaintext
+// sealing: the encryption tests show it does not change the numbers).
+func hyfdcaAlgo(lambda float64) cmpAlgo {
+	return cmpAlgo{Name: "hyfdca", Params: []cmpParam{{"iic", 0.02, 1}}, Applies: func(string) bool { return true },
+		Run: func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error) {
+			o := experiment.Options{Data: s.Data, Partition: s.Partition, Lambda: lambda, Fraction: s.Fraction, Rounds: rounds,
+				IIC: params["iic"], Seed: seed, Plaintext: true, Step: "hyfed", Search: "primal", Estimate: "meanfield",
+				Gamma: 1, Loss: s.Loss, PStar: 1} // PStar: not needed here (the report computes relative losses)
+			start := time.Now()
+			var h []protocol.RoundMetrics
+			if _, err := experiment.RunPreparedWithHistory(ctx, p, o, &h); err != nil {
+				return nil, err
+			}
+			total := time.Since(start).Seconds()
+			pts := make([]cmpPoint, 0, len(h))
+			cum := 0.0
+			for _, r := range h {
+				for _, sec := range r.Seconds {
+					cum += sec
+				}
+				pts = append(pts, cmpPoint{Round: r.Round, Seconds: cum, Primal: r.Primal, HeldAcc: r.HeldAcc})
+			}
+			// The phase seconds omit the transport's own overhead: scale
+			// them to the measured wall time.
+			if cum > 0 {
+				for i := range pts {
+					pts[i].Seconds *= total / cum
+				}
+			}
+			return pts, nil
+		}}
+}
+
+// cmpResult is one tuned run.
+type cmpResult struct {
+	Setting cmpSetting
+	Algo    string
+	Params  map[string]float64
+	Points  []cmpPoint
+	PStar   float64
+	Err     string
+}
+
+func (r *cmpResult) relLoss(i int) float64 { return (r.Points[i].Primal - r.PStar) / r.PStar }
+
+// at returns the last point at or before wall time t (-1: none).
+func (r *cmpResult) at(t float64) int {
+	idx := -1
+	for i, p := range r.Points {
+		if p.Seconds <= t {
+			idx = i
+		}
+	}
+	return idx
+}
+
+func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("compare", stderr)
+	quick := fs.Bool("quick", false, "a small grid (Fashion-MNIST quadrants:1 and the sparse set grid:3,3, fraction 0.5, 40 rounds, budget 2): minutes")
+	rounds := fs.Int("rounds", 300, "rounds T of each final run")
+	tuneRounds := fs.Int("tune-rounds", 0, "rounds of each random-search candidate (default T/3)")
+	budget := fs.Int("budget", 5, "random-search candidates per algorithm and setting (papers/001 sec. 2.3: log-uniform)")
+	algos := fs.String("algos", "", "comma-separated algorithms (default: all)")
+	sparse := fs.String("sparse", "synthetic:20000,2000,0.005,0.05,7", "the sparse text-like data set (synthetic:N,M,density,noise,seed, or a LIBSVM file)")
+	lambda := fs.Float64("lambda", 1e-3, "L2 regularization lambda")
+	out := fs.String("out", "compare-out", "folder for comparison.md and the SVG plots")
+	seed := fs.Int64("seed", 1, "seed of the searches and runs")
+	custom := fs.String("grid", "", "settings instead of the paper's grid: DATA|PARTITION|FRACTION[|LOSS];... (e.g. 'synthetic:600,20|grid:2,2|0.5')")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *quick {
+		*rounds, *budget = 40, 2
+	}
+	if *tuneRounds <= 0 {
+		*tuneRounds = max(5, *rounds/3)
+	}
+	if *rounds < 1 || *budget < 1 {
+		return errors.New("--rounds and --budget must be at least 1")
+	}
+	all := compareAlgos(*lambda)
+	var chosen []cmpAlgo
+	for _, a := range all {
+		if *algos == "" || containsWord(*algos, a.Name) {
+			chosen = append(chosen, a)
+		}
+	}
+	if len(chosen) == 0 {
+		names := make([]string, len(all))
+		for i, a := range all {
+			names[i] = a.Name
+		}
+		return fmt.Errorf("--algos %q: none of %s", *algos, strings.Join(names, ", "))
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	grid := cmpGrid(*quick, *sparse)
+	if *custom != "" {
+		var err error
+		if grid, err = parseGrid(*custom); err != nil {
+			return err
+		}
+	}
+	// Count the runs for the progress estimate.
+	total := 0
+	for _, s := range grid {
+		for _, a := range chosen {
+			if a.Applies(s.Partition) {
+				total += *budget + 1
+			}
+		}
+	}
+	fmt.Fprintf(stderr, "compare: %d settings x %d algorithms, %d runs (%d tuning rounds each, %d final rounds)\n",
+		len(grid), len(chosen), total, *tuneRounds, *rounds)
+	start := time.Now()
+	done := 0
+	progress := func(what string) {
+		done++
+		el := time.Since(start)
+		left := time.Duration(float64(el) / float64(done) * float64(total-done))
+		fmt.Fprintf(stderr, "[%d/%d] %s  (%.0fs elapsed, about %s left)\n", done, total, what, el.Seconds(), left.Round(time.Second))
+	}
+	pstars := map[string]float64{}
+	prepared := map[string]*experiment.Prepared{}
+	var results []*cmpResult
+	for si, s := range grid {
+		key := s.Data + "|" + s.Partition
+		p := prepared[key]
+		if p == nil {
+			var err error
+			fmt.Fprintf(stderr, "compare: loading %s, partition %s\n", s.Data, s.Partition)
+			if p, err = experiment.Prepare(experiment.Options{Data: s.Data, Partition: s.Partition}); err != nil {
+				return err
+			}
+			prepared = map[string]*experiment.Prepared{key: p} // one at a time: 5,000 blocks are large
+		}
+		ps, ok := pstars[s.Data+"|"+s.Loss]
+		if !ok {
+			fmt.Fprintf(stderr, "compare: P* of %s, %s loss (central solver)\n", s.Data, s.Loss)
+			lf, err := loss.Parse(s.Loss)
+			if err != nil {
+				return err
+			}
+			r, err := central.Solve(ctx, p.Data, central.Config{Lambda: *lambda, Loss: lf, Tol: 1e-9, Seed: 1})
+			if err != nil {
+				return err
+			}
+			ps, pstars[s.Data+"|"+s.Loss] = r.Primal, r.Primal
+		}
+		for ai, a := range chosen {
+			if !a.Applies(s.Partition) {
+				continue
+			}
+			rng := rand.New(rand.NewPCG(uint64(*seed), uint64(si*100+ai)))
+			best := &cmpResult{Setting: s, Algo: a.Name, PStar: ps}
+			bestLoss := math.Inf(1)
+			for c := 0; c < *budget; c++ {
+				params := map[string]float64{}
+				for _, pr := range a.Params {
+					params[pr.Name] = math.Exp(math.Log(pr.Lo) + rng.Float64()*(math.Log(pr.Hi)-math.Log(pr.Lo)))
+				}
+				pts, err := a.Run(ctx, p, s, params, *tuneRounds, *seed)
+				progress(fmt.Sprintf("%s %s tune %s", s, a.Name, fmtParams(params)))
+				if err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					fmt.Fprintf(stderr, "  candidate failed: %v\n", err)
+					continue
+				}
+				if l := (pts[len(pts)-1].Primal - ps) / ps; l < bestLoss || best.Params == nil {
+					bestLoss, best.Params = l, params
+				}
+			}
+			if best.Params == nil {
+				best.Err = "every candidate failed"
+				results = append(results, best)
+				continue
+			}
+			pts, err := a.Run(ctx, p, s, best.Params, *rounds, *seed)
+			progress(fmt.Sprintf("%s %s final %s", s, a.Name, fmtParams(best.Params)))
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				best.Err = err.Error()
+			}
+			best.Points = pts
+			results = append(results, best)
+		}
+	}
+	md, fig := compareReport(grid, results, *rounds)
+	cmdline := "hyfed compare " + strings.Join(args, " ")
+	md = fmt.Sprintf("Made by `%s` in %.0f s on %s.\n\n%s", strings.TrimSpace(cmdline), time.Since(start).Seconds(), time.Now().UTC().Format("2006-01-02"), md)
+	if err := os.WriteFile(filepath.Join(*out, "comparison.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(*out, "comparison.svg"))
+	if err != nil {
+		return err
+	}
+	if err := fig.Write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, md)
+	fmt.Fprintf(stderr, "compare: wrote %s and %s\n", filepath.Join(*out, "comparison.md"), filepath.Join(*out, "comparison.svg"))
+	return nil
+}
+
+// parseGrid reads --grid: settings separated by ';', fields by '|'.
+func parseGrid(s string) ([]cmpSetting, error) {
+	var out []cmpSetting
+	for i, item := range strings.Split(s, ";") {
+		f := strings.Split(strings.TrimSpace(item), "|")
+		if len(f) < 3 || len(f) > 4 {
+			return nil, fmt.Errorf("--grid: setting %d %q: want DATA|PARTITION|FRACTION[|LOSS]", i+1, item)
+		}
+		var frac float64
+		if _, err := fmt.Sscan(f[2], &frac); err != nil || frac <= 0 || frac > 1 {
+			return nil, fmt.Errorf("--grid: setting %d: fraction %q, want a number in (0, 1]", i+1, f[2])
+		}
+		st := cmpSetting{Data: f[0], Partition: f[1], Fraction: frac, Loss: "hinge"}
+		if len(f) == 4 {
+			if _, err := loss.Parse(f[3]); err != nil {
+				return nil, fmt.Errorf("--grid: setting %d: %w", i+1, err)
+			}
+			st.Loss = f[3]
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func containsWord(list, w string) bool {
+	for _, x := range strings.Split(list, ",") {
+		if strings.TrimSpace(x) == w {
+			return true
+		}
+	}
+	return false
+}
+
+func fmtParams(p map[string]float64) string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%.3g", k, p[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// compareReport writes the Markdown table (after T rounds and at equal
+// wall time), HyFDCA's win counts, and the figure (relative loss vs
+// rounds, one panel per setting).
+func compareReport(grid []cmpSetting, results []*cmpResult, rounds int) (string, *svgplot.Figure) {
+	var b strings.Builder
+	b.WriteString("| setting | algorithm | hyperparameters | relative loss after T | held-out accuracy after T | seconds for T | relative loss at equal time | held-out accuracy at equal time |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fig := &svgplot.Figure{Title: fmt.Sprintf("relative loss (P-P*)/P* by round, %d rounds", rounds), Columns: 3}
+	type win struct{ loss, acc, n int }
+	var byRounds, byTime win
+	for _, s := range grid {
+		var rs []*cmpResult
+		for _, r := range results {
+			if r.Setting == s {
+				rs = append(rs, r)
+			}
+		}
+		// Equal wall time: the shortest full run's time.
+		tEq := math.Inf(1)
+		for _, r := range rs {
+			if r.Err == "" && len(r.Points) > 0 {
+				tEq = math.Min(tEq, r.Points[len(r.Points)-1].Seconds)
+			}
+		}
+		panel := svgplot.Panel{Title: s.String(), XLabel: "round", YLabel: "relative loss", LogY: true}
+		var hy *cmpResult
+		for _, r := range rs {
+			if r.Algo == "hyfdca" {
+				hy = r
+			}
+		}
+		for _, r := range rs {
+			if r.Err != "" || len(r.Points) == 0 {
+				fmt.Fprintf(&b, "| %s | %s | | failed: %s | | | | |\n", s, r.Algo, r.Err)
+				continue
+			}
+			last := len(r.Points) - 1
+			ie := r.at(tEq)
+			eqLoss, eqAcc := "–", "–"
+			if ie >= 0 {
+				eqLoss, eqAcc = fmt.Sprintf("%.3g", r.relLoss(ie)), fmt.Sprintf("%.4f", r.Points[ie].HeldAcc)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %.3g | %.4f | %.1f | %s | %s |\n", s, r.Algo, fmtParams(r.Params), r.relLoss(last),
+				r.Points[last].HeldAcc, r.Points[last].Seconds, eqLoss, eqAcc)
+			ser := svgplot.Series{Name: r.Algo}
+			for i, p := range r.Points {
+				ser.X = append(ser.X, float64(p.Round))
+				ser.Y = append(ser.Y, r.relLoss(i))
+			}
+			panel.Series = append(panel.Series, ser)
+			if hy != nil && r != hy && hy.Err == "" && len(hy.Points) > 0 {
+				hl := len(hy.Points) - 1
+				byRounds.n++
+				if hy.relLoss(hl) < r.relLoss(last) {
+					byRounds.loss++
+				}
+				if hy.Points[hl].HeldAcc > r.Points[last].HeldAcc {
+					byRounds.acc++
+				}
+				if he := hy.at(tEq); he >= 0 && ie >= 0 {
+					byTime.n++
+					if hy.relLoss(he) < r.relLoss(ie) {
+						byTime.loss++
+					}
+					if hy.Points[he].HeldAcc > r.Points[ie].HeldAcc {
+						byTime.acc++
+					}
+				}
+			}
+		}
+		fig.Panels = append(fig.Panels, panel)
+	}
+	fmt.Fprintf(&b, "\nHyFDCA against each baseline in each setting: lower relative loss after T rounds in %d of %d comparisons, higher held-out accuracy in %d of %d; at equal wall time lower loss in %d of %d, higher accuracy in %d of %d.\n",
+		byRounds.loss, byRounds.n, byRounds.acc, byRounds.n, byTime.loss, byTime.n, byTime.acc, byTime.n)
+	return b.String(), fig
+}
+
+// compareAlgos lists the algorithms hyfed compare runs. HyFEM-Avg is left
+// out: for linear models it is FedAvg (papers/004 Remark 3; a test in
+// shared/baseline shows identical runs).
+func compareAlgos(lambda float64) []cmpAlgo {
+	return []cmpAlgo{hyfdcaAlgo(lambda), baselineAlgo(baseline.FedAvg, lambda), baselineAlgo(baseline.HyFEMProx, lambda), fedHybridAlgo(lambda)}
+}
+
+// fedHybridAlgo runs FedHybrid with Newton-type participants on horizontal
+// partitions (its setting: papers/003), tuning the penalty mu; the step
+// sizes are FedHybrid's defaults (shared/baseline).
+func fedHybridAlgo(lambda float64) cmpAlgo {
+	return cmpAlgo{Name: "fedhybrid", Params: []cmpParam{{"mu", 1e-4, 10}},
+		Applies: func(partition string) bool { return strings.HasPrefix(partition, "horizontal:") },
+		Run: func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error) {
+			o := baseline.FedHybridOptions{Loss: s.Loss, Lambda: lambda, Rounds: rounds, Mode: "newton", Mu: params["mu"],
+				Fraction: s.Fraction, Seed: seed, Scheme: "plaintext"}
+			rs, err := baseline.RunFedHybrid(ctx, p.Data, p.Blocks, o)
+			pts := make([]cmpPoint, 0, len(rs))
+			for _, r := range rs {
+				pts = append(pts, cmpPoint{Round: r.Round, Seconds: r.Seconds, Primal: r.Primal, HeldAcc: r.HeldAcc})
+			}
+			return pts, err
+		}}
+}
+
+// baselineAlgo runs FedAvg or HyFEM with the search ranges of papers/001
+// sec. 2.3 (IIC, a and b log-uniform; HyFEM also mu). Plaintext sealing,
+// as for HyFDCA.
+func baselineAlgo(name string, lambda float64) cmpAlgo {
+	params := []cmpParam{{"iic", 1e-3, 5}, {"a", 1e-5, 25}, {"b", 1e-5, 25}}
+	if name == baseline.HyFEMProx {
+		params = append(params, cmpParam{"mu", 1e-3, 10})
+	}
+	return cmpAlgo{Name: name, Params: params, Applies: func(string) bool { return true },
+		Run: func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error) {
+			h := experiment.InnerFor(params["iic"], p.Data.NumTrain(), len(p.Blocks))
+			h = min(h, 100000) // a huge H is a candidate the search should drop, not a stall
+			o := baseline.Options{Algo: name, Loss: s.Loss, Lambda: lambda, Rounds: rounds, Inner: h, StepA: params["a"], StepB: params["b"],
+				Mu: params["mu"], Fraction: s.Fraction, Seed: seed, Scheme: "plaintext"}
+			ms, err := baseline.Run(ctx, p.Data, p.Blocks, o)
+			pts := make([]cmpPoint, 0, len(ms))
+			cum := 0.0
+			for _, m := range ms {
+				cum += m.Seconds
+				pts = append(pts, cmpPoint{Round: m.Round, Seconds: cum, Primal: m.Primal, HeldAcc: m.HeldAcc})
+			}
+			if err != nil {
+				return pts, err
+			}
+			return pts, nil
+		}}
+}

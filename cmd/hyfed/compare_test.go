@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// hyfed compare on a small custom grid: every algorithm that applies runs
+// (FedHybrid only on the horizontal setting), the table has a row per
+// run, the win counts add up, and the SVG has one panel per setting.
+func TestCompareSmallGrid(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"--grid", "synthetic:600,20,0.5,0.05,3|grid:2,2|0.5;synthetic:600,20,0.5,0.05,3|horizontal:3|1|logistic",
+		"--rounds", "8", "--budget", "2", "--out", out}
+	if err := runCompare(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	md, err := os.ReadFile(filepath.Join(out, "comparison.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile(`(?m)^\| sparse synthetic [^|]+\| (\w[\w-]*) \|`).FindAllStringSubmatch(string(md), -1)
+	var algos []string
+	for _, r := range rows {
+		algos = append(algos, r[1])
+	}
+	if got := strings.Join(algos, ","); got != "hyfdca,fedavg,hyfem-prox,hyfdca,fedavg,hyfem-prox,fedhybrid" {
+		t.Fatalf("rows for %s\n%s", got, md)
+	}
+	if strings.Contains(string(md), "failed") {
+		t.Errorf("a run failed:\n%s", md)
+	}
+	if !strings.Contains(string(md), "lower relative loss after T rounds in") || !strings.Contains(string(md), "of 5 comparisons") {
+		t.Errorf("no win counts over 5 comparisons:\n%s", md)
+	}
+	svg, err := os.ReadFile(filepath.Join(out, "comparison.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(svg), "<polyline"); n != 7 {
+		t.Errorf("%d lines in the plot, want 7", n)
+	}
+	if !strings.Contains(stderr.String(), "about") {
+		t.Errorf("no progress with a time estimate on stderr:\n%s", stderr.String())
+	}
+	for _, bad := range [][]string{{"--grid", "x|y"}, {"--grid", "synthetic:100,5|grid:1,1|2"}, {"--algos", "nope"}} {
+		if err := runCompare(context.Background(), append(bad, "--out", out), &stdout, &stderr); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package baseline
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/hyfed/hyfed/shared/dataset"
+	"github.com/hyfed/hyfed/shared/loss"
+)
+
+// LocalSGD is the local solver of FedAvg, HyFEM-Avg and HyFEM-Prox: SGD
+// with batch 1 on one client's block, with the local model w_k on the
+// client's features only (the prediction is x_{k,n}.w_k: the client sees no
+// other feature), on the per-sample objective
+//
+//	f_n(w_k) = l(y_n, x_{k,n}.w_k) + lambda/2 ||w_k||^2 + mu ||w_k - anchor||^2
+//
+// whose (sub)gradient is l'(x_{k,n}.w_k) x_{k,n} + lambda w_k + 2 mu (w_k - anchor).
+// FedAvg and HyFEM-Avg have mu = 0; HyFEM-Prox anchors at the global model
+// restricted to the client's features, fixed during the round (papers/004
+// eq. 6 with dist = ||.||^2, as in its Remark 2; FedProx writes mu/2).
+type LocalSGD struct {
+	Loss   loss.Loss
+	Lambda float64
+	// A and B give the step a/(b+sqrt(t)) of the client's t-th local step.
+	A, B float64
+	// Mu weighs the proximal term; 0 means none.
+	Mu float64
+}
+
+// StepSize returns a/(b+sqrt(t)) for the client's t-th local step (t >= 1).
+//
+// t counts the steps the client has taken over the whole run, not the round:
+// papers/000 sec. 5.1 and 001 sec. 2.3 write gamma_t = a/(b+sqrt(t)) without
+// saying which t, and counting steps makes the H steps of one round use
+// decreasing steps too. t starts at 1 so that a tiny b (the random search of
+// 001 sec. 2.3 goes down to 1e-5) does not make the first step a/b.
+func (s LocalSGD) StepSize(t int) float64 {
+	return s.A / (s.B + math.Sqrt(float64(t)))
+}
+
+// Run takes one SGD step per entry of picks (rows of x, labels y) on w, in
+// place. anchor is the proximal centre (used only when Mu != 0; then it must
+// have len(w) values). t is the number of local steps the client took
+// before; Run returns the count after. It fails on mismatched shapes, an
+// unsupported loss or a weight that is no longer finite (divergence).
+func (s LocalSGD) Run(x *dataset.Matrix, y []float64, picks []int, w, anchor []float64, t int) (int, error) {
+	deriv, err := lossDerivative(s.Loss)
+	if err != nil {
+		return t, err
+	}
+	if x.Cols != len(w) || x.Rows != len(y) {
+		return t, fmt.Errorf("local sgd: block of %dx%d with %d labels for %d weights", x.Rows, x.Cols, len(y), len(w))
+	}
+	if s.Mu != 0 && len(anchor) != len(w) {
+		return t, fmt.Errorf("local sgd: proximal anchor of %d values for %d weights", len(anchor), len(w))
+	}
+	for _, n := range picks {
+		if n < 0 || n >= x.Rows {
+			return t, fmt.Errorf("local sgd: pick %d outside the block's %d rows", n, x.Rows)
+		}
+		t++
+		eta := s.StepSize(t)
+		// Everything is evaluated at the current w before w moves.
+		g := deriv(x.Dot(n, w), y[n])
+		for j := range w {
+			r := s.Lambda * w[j]
+			if s.Mu != 0 {
+				r += 2 * s.Mu * (w[j] - anchor[j])
+			}
+			w[j] -= eta * r
+		}
+		x.AddRowTo(n, -eta*g, w)
+	}
+	for j, v := range w {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return t, fmt.Errorf("local sgd: weight %d is %v after %d steps: %w", j, v, t, ErrDiverged)
+		}
+	}
+	return t, nil
+}
+
+// lossDerivative returns dl/dz for the losses of package loss. The hinge
+// loss is not differentiable at y z = 1: its subgradient there is taken as
+// 0 (the right-hand one), as the loss is flat beyond.
+func lossDerivative(l loss.Loss) (func(z, y float64) float64, error) {
+	switch l.(type) {
+	case loss.Hinge:
+		return func(z, y float64) float64 {
+			if y*z < 1 {
+				return -y
+			}
+			return 0
+		}, nil
+	case loss.Logistic:
+		// d/dz log(1+exp(-y z)) = -y sigmoid(-y z), in the form that
+		// never overflows.
+		return func(z, y float64) float64 {
+			m := -y * z
+			if m >= 0 {
+				return -y / (1 + math.Exp(-m))
+			}
+			e := math.Exp(m)
+			return -y * e / (1 + e)
+		}, nil
+	case nil:
+		return nil, fmt.Errorf("local sgd: no loss")
+	}
+	return nil, fmt.Errorf("local sgd: no gradient for loss %q (want hinge or logistic)", l.Name())
+}
+
+// Picks draws h rows uniformly at random, with replacement, from train (the
+// block's training rows; held-out rows never train). It returns nil when
+// train is empty.
+func Picks(rng *rand.Rand, train []int, h int) []int {
+	if len(train) == 0 {
+		return nil
+	}
+	out := make([]int, h)
+	for i := range out {
+		out[i] = train[rng.IntN(len(train))]
+	}
+	return out
+}
+
+// Purposes of the seeded random streams, so that the draws of one purpose
+// never depend on another's.
+const (
+	streamPicks  = 1
+	streamActive = 2
+)
+
+// roundRNG returns the generator of one purpose, round and client: a PCG
+// seeded from the run seed and a mix of the three, so that a run is
+// deterministic and no draw depends on the order the clients run in.
+func roundRNG(seed int64, purpose, round, client int) *rand.Rand {
+	h := splitmix(uint64(purpose))
+	h = splitmix(h ^ uint64(round))
+	h = splitmix(h ^ uint64(client))
+	return rand.New(rand.NewPCG(uint64(seed), h))
+}
+
+// splitmix is the SplitMix64 finaliser, a cheap bijective mix.
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
