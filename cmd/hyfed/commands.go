@@ -59,12 +59,17 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.StringVar(&o.Metrics, "metrics", "", "write one CSV row per round to this file")
 	fs.BoolVar(&o.Plaintext, "plaintext", false, "seal nothing: dual values and inner products travel in plaintext (for comparison; the default encrypts with BGV)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	var bf baselineFlags
+	bf.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	o.Data, o.Positive, o.Holdout = df.data, df.positive, df.holdout
 	if !*quiet {
 		o.Progress = stderr
+	}
+	if bf.algo != "hyfdca" {
+		return runBaselineExperiment(ctx, o, bf, stdout, stderr)
 	}
 	s, err := experiment.Run(ctx, o)
 	if err != nil {

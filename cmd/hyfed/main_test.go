@@ -116,3 +116,45 @@ func TestBadInvocations(t *testing.T) {
 		t.Error("help")
 	}
 }
+
+// hyfed experiment --algo runs the baselines in process with the same
+// summary (without the dual), encrypted and plaintext alike, and refuses
+// what an algorithm cannot run.
+func TestExperimentBaselines(t *testing.T) {
+	for _, c := range []struct{ algo, partition, loss string }{
+		{"fedavg", "grid:2,2", "hinge"},
+		{"hyfem-prox", "grid:2,2", "hinge"},
+		{"fedhybrid", "horizontal:3", "logistic"},
+	} {
+		var primal []any
+		for _, extra := range []string{"--quiet", "--plaintext"} {
+			out, errOut, code := runCLI(t, "experiment", "--algo", c.algo, "--data", "synthetic:400,12", "--partition", c.partition,
+				"--loss", c.loss, "--lambda", "1e-2", "--rounds", "20", extra)
+			if code != 0 {
+				t.Fatalf("%s: exit %d: %s", c.algo, code, errOut)
+			}
+			m := lastJSON(t, out)
+			rel, _ := m["relative_loss"].(float64)
+			if m["algo"] != c.algo || m["rounds"] != float64(20) || rel <= 0 || rel > 1 {
+				t.Errorf("%s: summary %v", c.algo, m)
+			}
+			if _, ok := m["dual"]; ok {
+				t.Errorf("%s: the summary has a dual", c.algo)
+			}
+			primal = append(primal, m["primal"])
+		}
+		if primal[0] != primal[1] {
+			t.Errorf("%s: encrypted primal %v, plaintext %v", c.algo, primal[0], primal[1])
+		}
+	}
+	for _, bad := range [][]string{
+		{"--algo", "nope"},
+		{"--algo", "fedhybrid", "--partition", "grid:2,2", "--loss", "logistic"},
+		{"--algo", "fedhybrid", "--partition", "horizontal:2"}, // hinge is not smooth
+	} {
+		args := append([]string{"experiment", "--data", "synthetic:200,8", "--rounds", "2", "--quiet"}, bad...)
+		if _, errOut, code := runCLI(t, args...); code == 0 || !strings.Contains(errOut, "hyfed experiment:") {
+			t.Errorf("%v: exit %d, %q", bad, code, errOut)
+		}
+	}
+}
