@@ -11,7 +11,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hyfed/hyfed/server"
+	"github.com/hyfed/hyfed/shared/central"
 	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/loss"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/seal"
@@ -62,10 +64,18 @@ func joinTab(t *testing.T, b *browser, link, file string, wantSamples int) *tab 
 func TestFourTabsTrainMNIST(t *testing.T) {
 	const rounds, seed = 30, 7
 	blocks := loadBlocks(t, "mnist", "quadrants:1")
+	prep, err := experiment.Prepare(experiment.Options{Data: "mnist", Partition: "quadrants:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := central.Solve(t.Context(), prep.Data, central.Config{Lambda: 1e-3, Loss: loss.Hinge{}, Tol: 1e-9, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ts := startServer(t)
 	link, fed := createSeeded(t, ts.URL, seed, server.CreateRequest{Name: "e2e: four tabs, MNIST quadrants:1", Lambda: 1e-3,
 		Rounds: rounds, IIC: 0.2, MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures,
-		RoundTimeout: server.Duration(time.Minute)})
+		RoundTimeout: server.Duration(time.Minute), PStar: opt.Primal})
 	b := newBrowser(t)
 	dash := newTab(t, b)
 	dash.navigate(ts.URL + fed.DashboardPath)
@@ -84,8 +94,9 @@ func TestFourTabsTrainMNIST(t *testing.T) {
 	final := st.History[len(st.History)-1]
 
 	// The same settings in one process (hyfed experiment).
-	want, err := experiment.Run(t.Context(), experiment.Options{Data: "mnist", Partition: "quadrants:1", Lambda: 1e-3, IIC: 0.2,
-		Rounds: rounds, Seed: seed, Fraction: 1, Step: "hyfed", Search: "primal", Estimate: "meanfield", Gamma: 1, Loss: "hinge"})
+	want, err := experiment.RunPrepared(t.Context(), prep, experiment.Options{Data: "mnist", Partition: "quadrants:1", Lambda: 1e-3, IIC: 0.2,
+		Rounds: rounds, Seed: seed, Fraction: 1, Step: "hyfed", Search: "primal", Estimate: "meanfield", Gamma: 1, Loss: "hinge",
+		PStar: opt.Primal})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +109,12 @@ func TestFourTabsTrainMNIST(t *testing.T) {
 
 	// The dashboard followed the run and drew its loss chart.
 	dash.waitJS("the loss chart to have points", "Number(document.getElementById('chart-loss')?.dataset.points) > 0", 15*time.Second)
+	if h := dash.text("#h-loss"); !strings.HasPrefix(h, "Relative loss") {
+		dash.fatalf("the loss chart's title %q: the federation has P*, so it plots the relative loss", h)
+	}
+	if l := tabs[0].text("#gap-label"); l != "relative loss" {
+		tabs[0].fatalf("the join page shows %q, want the relative loss", l)
+	}
 	dash.waitJS("the last round on the dashboard", fmt.Sprintf("document.getElementById('round')?.textContent.trim() === '%d'", rounds), 10*time.Second)
 	screenshot(t, dash, "dashboard.png")
 	screenshot(t, tabs[0], "join.png")

@@ -20,7 +20,10 @@ func TestAPI(t *testing.T) {
 	ts := startServer(t, t.TempDir())
 	sec := secret.FromSeed(2)
 	l, fed := ts.create(t, CreateRequest{Name: "api test", Lambda: 1e-2, Rounds: 40, IIC: 0.2, Seed: 2,
-		MinParticipants: len(p.Blocks), NumFeatures: p.Data.M()}, sec, "bgv")
+		MinParticipants: len(p.Blocks), NumFeatures: p.Data.M(), PStar: 0.25}, sec, "bgv")
+	if st := ts.status(t, fed.ID); st.Config.PStar != 0.25 {
+		t.Fatalf("status pstar %v, want the 0.25 given at creation (the pages plot the relative loss with it)", st.Config.PStar)
+	}
 
 	var health map[string]any
 	if code := ts.call(t, "GET", "/healthz", "", nil, &health); code != 200 || health["status"] != "ok" {
@@ -35,6 +38,7 @@ func TestAPI(t *testing.T) {
 		{`{"min_participants":2,"rounds":10,"roundz":3}`, "roundz"},
 		{`{"min_participants":2,"rounds":10,"round_timeout":"soon"}`, "soon"},
 		{`{"min_participants":2,"rounds":10,"algo":"fedavg"}`, "fedavg"},
+		{`{"min_participants":2,"rounds":10,"pstar":-0.5}`, "pstar"},
 	} {
 		var e apiError
 		req, _ := http.NewRequest("POST", ts.http.URL+"/api/federations", strings.NewReader(tc.body))

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -160,6 +161,10 @@ type CreateRequest struct {
 	// participants holding that secret are admitted.
 	Fingerprint string `json:"fingerprint"`
 	Demo        bool   `json:"demo,omitempty"`
+	// PStar, if known (from hyfed central on the pooled data, say), is the
+	// optimum the pages measure the relative loss (P-P*)/P* by; without
+	// it they show the relative duality gap, an upper bound of it.
+	PStar float64 `json:"pstar,omitempty"`
 }
 
 // CreateResponse is what creating a federation returns. The tokens are
@@ -207,6 +212,9 @@ func (s *Server) Create(req CreateRequest) (*CreateResponse, error) {
 	if req.Fingerprint != "" && len(req.Fingerprint) != 32 {
 		return nil, fmt.Errorf("fingerprint: %d characters, want 32 hex digits", len(req.Fingerprint))
 	}
+	if req.PStar < 0 || math.IsNaN(req.PStar) || math.IsInf(req.PStar, 0) {
+		return nil, fmt.Errorf("pstar %v: the optimum is a finite number >= 0", req.PStar)
+	}
 	if req.Inner == 0 && req.IIC == 0 {
 		req.IIC = 0.2
 	}
@@ -225,7 +233,8 @@ func (s *Server) Create(req CreateRequest) (*CreateResponse, error) {
 	admin, invite := newToken(24), newToken(18)
 	m := meta{ID: strings.ToLower(newToken(9)), Name: req.Name, Created: time.Now().UTC(), Algo: req.Algo,
 		Scheme: scheme.Name(), Config: cfg, Fingerprint: req.Fingerprint, RoundTimeout: req.RoundTimeout,
-		AutoStart: !req.ManualStart, AdminHash: hashToken(admin), InviteHash: hashToken(invite), Demo: req.Demo}
+		AutoStart: !req.ManualStart, AdminHash: hashToken(admin), InviteHash: hashToken(invite), Demo: req.Demo,
+		PStar: req.PStar}
 	m.ID = strings.NewReplacer("-", "x", "_", "y").Replace(m.ID)
 	f := newFederation(s, m, scheme)
 	f.mu.Lock()
@@ -273,6 +282,7 @@ type ConfigView struct {
 	RoundTimeout    string  `json:"round_timeout"`
 	NumFeatures     int     `json:"num_features"`
 	Seed            uint64  `json:"seed"`
+	PStar           float64 `json:"pstar,omitempty"` // the organizer's known optimum, if given
 }
 
 // Status is GET /api/federations/{id}.
@@ -313,7 +323,7 @@ func (f *federation) status() Status {
 		Config: ConfigView{Algo: f.meta.Algo, Scheme: f.meta.Scheme, Step: cfg.Step, Search: cfg.Search, Loss: cfg.Loss,
 			Lambda: cfg.Lambda, Rounds: cfg.Rounds, Fraction: cfg.Fraction, Inner: cfg.Inner, IIC: cfg.IIC,
 			MinParticipants: cfg.Clients, ManualStart: !f.meta.AutoStart, RoundTimeout: time.Duration(f.meta.RoundTimeout).String(),
-			NumFeatures: cfg.NumFeatures, Seed: cfg.Seed},
+			NumFeatures: cfg.NumFeatures, Seed: cfg.Seed, PStar: f.meta.PStar},
 		Round: f.coord.Round(), Phase: f.coord.Phase(), Samples: f.coord.NumTrain(),
 		Participants: []ParticipantView{}, History: []*MetricsView{},
 		WireIn: f.wireIn.Load(), WireOut: f.wireOut.Load()}

@@ -84,6 +84,7 @@ type meta struct {
 	Sessions     []sessionMeta   `json:"sessions"`
 	Stopped      bool            `json:"stopped,omitempty"`
 	Demo         bool            `json:"demo,omitempty"`
+	PStar        float64         `json:"pstar,omitempty"`
 }
 
 type sessionMeta struct {

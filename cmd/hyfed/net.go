@@ -52,6 +52,7 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&r.ManualStart, "manual-start", false, "wait for the organizer's start (POST .../start) instead of --min-participants")
 	fs.DurationVar(&f.timeout, "round-timeout", time.Minute, "a phase that waits longer for replies goes on with whoever answered")
 	fs.IntVar(&r.NumFeatures, "num-features", 0, "feature count every block must have (0: whatever the first participant has)")
+	fs.Float64Var(&r.PStar, "pstar", 0, "the known optimum P* (hyfed central on pooled data, for experiments): the pages then plot the relative loss")
 	fs.BoolVar(&f.plain, "plaintext", false, "seal nothing (for comparison only: the server then sees dual values and inner products)")
 }
 
@@ -104,6 +105,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var seats *demoSeats
 	var demoData *experiment.Prepared
+	var demoPStar float64
 	if *demo {
 		fmt.Fprintf(stderr, "demo: loading MNIST, partition %s\n", *demoPart)
 		var err error
@@ -112,6 +114,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		seats = newDemoSeats(ctx, log)
 		opt.Demo = seats
+		// The demo's optimum, so that the pages plot the relative loss
+		// (a few seconds on 2 cores).
+		fmt.Fprintf(stderr, "demo: computing P* (hyfed central) for the dashboard\n")
+		r, err := central.Solve(ctx, demoData.Data, central.Config{Lambda: 1e-3, Loss: loss.Hinge{}, Tol: 1e-9, Seed: 1})
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		demoPStar = r.Primal
 	}
 	srv, err := server.New(opt)
 	if err != nil {
@@ -147,7 +157,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		resp, err := srv.Create(server.CreateRequest{Name: "demo: MNIST, " + *demoPart, Demo: true, Lambda: 1e-3,
 			Rounds: *demoRounds, IIC: 0.2, MinParticipants: len(demoData.Blocks), NumFeatures: demoData.Data.M(),
-			Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute)})
+			Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute), PStar: demoPStar})
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
