@@ -1,0 +1,220 @@
+// Package curious is an honest-but-curious server (DESIGN.md 3): it watches
+// exactly the messages the server receives and sends, and runs the two
+// reconstruction attacks of papers/000 sec. 3 on them.
+//
+//   - The inner-product attack (ReconstructIP): a client sends x_{k,n}.v for
+//     every sample n of its block and a vector v the server chose and sent
+//     it (the trial direction u of every round, w on a full recomputation).
+//     Each round is one linear equation in the unknown row x_{k,n}; once the
+//     vectors span the block's features, least squares gives the row.
+//   - The dual attack (ReconstructDual): a client's primal contribution is
+//     linear in its dual values, hat_w_k = X_k^T alpha (and the round's share
+//     dw_k = X_k^T d for the direction d). Each round is one equation per
+//     feature in the unknown column of X_k over the training samples; once
+//     the dual vectors span the samples, least squares gives the block.
+//
+// Both need per-sample values (x.v, alpha, d) that the protocol seals. The
+// curious server holds no key, so it tries the only opener it has, the
+// plaintext scheme's: in an insecure (plaintext) run that reads everything,
+// under BGV it reads nothing and the attacks have no equations at all.
+package curious
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/seal"
+)
+
+// Observer records the server's view of a federation, one client at a time.
+// Observe has the signature of experiment.Options.Observe and
+// protocol.Memory.Observe; it is safe for concurrent use.
+type Observer struct {
+	scheme string
+	// opener is what a keyless server can try on a sealed vector: the
+	// plaintext scheme's key opens plaintext chunks and refuses any other.
+	opener seal.Key
+
+	mu      sync.Mutex
+	clients map[int]*view
+}
+
+// view is what the server saw of one client.
+type view struct {
+	// From the hello, when the observer was attached before it (an
+	// in-process run attaches it after the first hellos: then only the
+	// setup names the samples, in the same order).
+	pseudonyms []string
+	heldout    []bool
+	features   []int
+	slots      []int // layout slot of each sample, from the last setup sent
+
+	// The vector of the last trial or full weights message, waiting for
+	// the client's inner products.
+	vec      []float64
+	vecRound int
+	ip       []pair // (v, x_{k,n}.v for every sample n)
+
+	// The last dual vector the server sent (refresh: alpha; direction: d),
+	// waiting for the client's hat_w or dw.
+	dual      []float64
+	dualKind  protocol.Kind
+	dualRound int
+	dualPairs []pair // (alpha or d over the samples, hat_w or dw)
+
+	unreadable int // sealed vectors the opener refused
+}
+
+// pair is one round's observation: a known vector and the client's answer.
+type pair struct {
+	round int
+	in    []float64
+	out   []float64
+}
+
+// NewObserver returns an observer of a federation run with the named scheme
+// ("plaintext" or "bgv"; recorded for reports: the attack tries the
+// plaintext opener whatever the scheme, as a server without the key must).
+func NewObserver(scheme string) *Observer {
+	return &Observer{scheme: scheme, opener: seal.PlainKey{S: seal.Plaintext{}}, clients: map[int]*view{}}
+}
+
+// Scheme returns the scheme name the observer was created with.
+func (o *Observer) Scheme() string { return o.scheme }
+
+// Observe records one message between the server and client: toServer says
+// the client sent it. Everything is copied or opened now, because the server
+// reuses received chunks when it adds them up.
+func (o *Observer) Observe(toServer bool, client int, m *protocol.Message) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	v := o.clients[client]
+	if v == nil {
+		v = &view{}
+		o.clients[client] = v
+	}
+	if toServer {
+		o.received(v, m)
+	} else {
+		o.sent(v, m)
+	}
+}
+
+// sent handles a message from the server to the client.
+func (o *Observer) sent(v *view, m *protocol.Message) {
+	switch m.Kind {
+	case protocol.KindSetup:
+		if m.Setup != nil {
+			v.slots = append([]int(nil), m.Setup.Slots...)
+		}
+	case protocol.KindTrial:
+		// The client answers with x_{k,n}.u for the round's direction u.
+		v.vec, v.vecRound = append([]float64(nil), m.W...), m.Round
+	case protocol.KindWeights:
+		// Only a full recomputation is answered, with x_{k,n}.w.
+		if m.Full {
+			v.vec, v.vecRound = append([]float64(nil), m.W...), m.Round
+		} else {
+			v.vec = nil
+		}
+	case protocol.KindRefresh, protocol.KindDirection:
+		// alpha (refresh) or the round's direction d (direction) on the
+		// client's samples; the client answers with X_k^T of it.
+		v.dual, v.dualKind, v.dualRound = o.open(v, m.Sealed), m.Kind, m.Round
+	}
+}
+
+// received handles a message from the client to the server.
+func (o *Observer) received(v *view, m *protocol.Message) {
+	switch m.Kind {
+	case protocol.KindHello:
+		v.pseudonyms = append([]string(nil), m.Pseudonyms...)
+		v.heldout = append([]bool(nil), m.Heldout...)
+		v.features = append([]int(nil), m.Features...)
+	case protocol.KindIPPart:
+		in := v.vec
+		v.vec = nil
+		if in == nil || v.vecRound != m.Round {
+			return // not an answer to a vector we saw (a stale reply)
+		}
+		if allZero(in) {
+			return // 0 = 0 says nothing (a round without a direction)
+		}
+		if ips := o.open(v, m.Sealed); ips != nil {
+			v.ip = append(v.ip, pair{round: m.Round, in: in, out: ips})
+		}
+	case protocol.KindPrimal, protocol.KindDirPart:
+		in, kind := v.dual, v.dualKind
+		v.dual = nil
+		want, out := protocol.KindRefresh, m.HatW
+		if m.Kind == protocol.KindDirPart {
+			want, out = protocol.KindDirection, m.DW
+		}
+		if in == nil || kind != want || v.dualRound != m.Round || allZero(in) {
+			return
+		}
+		v.dualPairs = append(v.dualPairs, pair{round: m.Round, in: in, out: append([]float64(nil), out...)})
+	}
+}
+
+// open reads a sealed vector at the client's slots with the plaintext
+// opener; nil if it cannot (a BGV ciphertext), counted as unreadable.
+func (o *Observer) open(v *view, s seal.Vec) []float64 {
+	if v.slots == nil {
+		return nil
+	}
+	vals, err := seal.OpenSlots(o.opener, s, v.slots)
+	if err != nil {
+		v.unreadable++
+		return nil
+	}
+	return vals
+}
+
+func allZero(xs []float64) bool {
+	for _, x := range xs {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Clients returns the clients seen, ascending.
+func (o *Observer) Clients() []int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]int, 0, len(o.clients))
+	for k := range o.clients {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// snapshot returns a copy of client k's view header and its pairs up to
+// round upTo (all if upTo <= 0), under the lock.
+func (o *Observer) snapshot(client, upTo int, dual bool) (view, []pair, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	v := o.clients[client]
+	if v == nil || v.slots == nil {
+		return view{}, nil, fmt.Errorf("curious: client %d: no setup observed", client)
+	}
+	if v.pseudonyms != nil && len(v.slots) != len(v.pseudonyms) {
+		return view{}, nil, fmt.Errorf("curious: client %d: %d slots for %d samples", client, len(v.slots), len(v.pseudonyms))
+	}
+	src := v.ip
+	if dual {
+		src = v.dualPairs
+	}
+	var ps []pair
+	for _, p := range src {
+		if upTo <= 0 || p.round <= upTo {
+			ps = append(ps, p) // pairs are never changed once recorded
+		}
+	}
+	return *v, ps, nil
+}
