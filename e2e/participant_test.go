@@ -252,3 +252,37 @@ func TestClosedTabOthersFinish(t *testing.T) {
 	}
 	screenshot(t, tabs[0], "tab-closed-others-finish.png")
 }
+
+// TestInsecureFederationIsMarked: a federation without encryption (only on
+// a server started with --insecure-demo) carries a red banner on its join,
+// dashboard and privacy pages; an encrypted one does not.
+func TestInsecureFederationIsMarked(t *testing.T) {
+	ts := startServer(t, func(o *server.Options) { o.InsecureDemo = true })
+	insecure, fi := createFederation(t, ts.URL, server.CreateRequest{Rounds: 3, MinParticipants: 2, Scheme: "plaintext"})
+	secure, fs := createFederation(t, ts.URL, server.CreateRequest{Rounds: 3, MinParticipants: 2})
+	b := newBrowser(t)
+	tb := newTab(t, b)
+	for _, c := range []struct {
+		url  string
+		want bool
+	}{
+		{insecure, true}, {ts.URL + fi.DashboardPath, true}, {ts.URL + fi.DashboardPath + "/privacy", true},
+		{secure, false}, {ts.URL + fs.DashboardPath, false},
+	} {
+		tb.navigate(c.url)
+		if c.want {
+			tb.waitJS("the red banner on "+c.url, "!document.getElementById('insecure-banner').hidden", 10*time.Second)
+			if c.url == insecure {
+				if txt := tb.text("#sealed-item"); !strings.HasPrefix(txt, "NOT encrypted") {
+					tb.fatalf("the join page of an insecure federation says %q", txt)
+				}
+				screenshot(t, tb, "insecure-join.png")
+			}
+			continue
+		}
+		tb.waitJS("the page to load its status", "document.getElementById('title') ? document.getElementById('title').textContent !== 'federation' && document.getElementById('title').textContent !== '…' : document.getElementById('fed').textContent !== 'loading…'", 10*time.Second)
+		if evalJS[bool](tb, "!document.getElementById('insecure-banner').hidden") {
+			tb.fatalf("%s: an encrypted federation shows the insecure banner", c.url)
+		}
+	}
+}

@@ -145,3 +145,48 @@ func TestAPI(t *testing.T) {
 		t.Fatalf("stopping a finished federation: HTTP %d", code)
 	}
 }
+
+// A federation without encryption is refused unless the server was started
+// for an insecure demonstration, and is marked insecure when admitted.
+func TestPlaintextNeedsInsecureDemo(t *testing.T) {
+	sec := secret.FromSeed(4)
+	for _, insecure := range []bool{false, true} {
+		ts := startServerWith(t, t.TempDir(), func(o *Options) { o.InsecureDemo = insecure })
+		req := CreateRequest{Rounds: 3, MinParticipants: 2, Scheme: "plaintext", Fingerprint: sec.Fingerprint()}
+		var resp CreateResponse
+		var e apiError
+		out := any(&resp)
+		if !insecure {
+			out = &e
+		}
+		code := ts.call(t, "POST", "/api/federations", "", req, out)
+		switch {
+		case !insecure && (code != 400 || !strings.Contains(e.Error, "--insecure-demo")):
+			t.Fatalf("plaintext without --insecure-demo: HTTP %d %q", code, e.Error)
+		case insecure && code != 201:
+			t.Fatalf("plaintext with --insecure-demo: HTTP %d", code)
+		case insecure:
+			if st := ts.status(t, resp.ID); !st.Insecure || st.Config.Scheme != "plaintext" {
+				t.Fatalf("status insecure %v scheme %q", st.Insecure, st.Config.Scheme)
+			}
+			var list []Summary
+			ts.call(t, "GET", "/api/federations", "", nil, &list)
+			if len(list) != 1 || !list[0].Insecure {
+				t.Fatalf("list %+v: the federation is not marked insecure", list)
+			}
+		}
+		// An encrypted federation is never marked.
+		if st := ts.status(t, ts.mustCreateBGV(t, sec)); st.Insecure {
+			t.Fatal("a BGV federation marked insecure")
+		}
+	}
+}
+
+func (ts *testServer) mustCreateBGV(t *testing.T, sec secret.Secret) string {
+	t.Helper()
+	var resp CreateResponse
+	if code := ts.call(t, "POST", "/api/federations", "", CreateRequest{Rounds: 3, MinParticipants: 2, Fingerprint: sec.Fingerprint()}, &resp); code != 201 {
+		t.Fatalf("create: HTTP %d", code)
+	}
+	return resp.ID
+}

@@ -37,7 +37,8 @@ func startServerWith(t *testing.T, dir string, edit func(*Options)) *testServer 
 	if os.Getenv("HYFED_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	opt := Options{DataDir: dir, Log: log}
+	// Tests compare encrypted runs with plaintext ones.
+	opt := Options{DataDir: dir, Log: log, InsecureDemo: true}
 	if edit != nil {
 		edit(&opt)
 	}

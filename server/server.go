@@ -44,6 +44,11 @@ type Options struct {
 	// Demo, if set, supplies demo federations' blocks and simulated
 	// participants (the dashboard's "fill the free seats").
 	Demo DemoData
+	// InsecureDemo admits federations that seal nothing (scheme
+	// "plaintext": the server can read dual values and inner products), to
+	// demonstrate what encryption prevents. Off by default: such a
+	// federation is refused (hyfed serve --insecure-demo turns it on).
+	InsecureDemo bool
 }
 
 // Server holds the federations.
@@ -194,6 +199,9 @@ func (s *Server) Create(req CreateRequest) (*CreateResponse, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheme: %w", err)
 	}
+	if scheme.Name() == "plaintext" && !s.opt.InsecureDemo {
+		return nil, errors.New("scheme plaintext: this server refuses federations without encryption (the server could read every dual value and inner product); start it with --insecure-demo to demonstrate that, with demo data only")
+	}
 	if req.MinParticipants < 1 {
 		return nil, fmt.Errorf("min_participants %d: at least 1", req.MinParticipants)
 	}
@@ -287,12 +295,15 @@ type ConfigView struct {
 
 // Status is GET /api/federations/{id}.
 type Status struct {
-	ID           string            `json:"id"`
-	Name         string            `json:"name"`
-	Created      time.Time         `json:"created"`
-	State        string            `json:"state"`
-	Error        string            `json:"error,omitempty"`
-	Demo         bool              `json:"demo,omitempty"`
+	ID      string    `json:"id"`
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+	State   string    `json:"state"`
+	Error   string    `json:"error,omitempty"`
+	Demo    bool      `json:"demo,omitempty"`
+	// Insecure marks a federation without encryption (--insecure-demo):
+	// every page shows it in red.
+	Insecure     bool              `json:"insecure,omitempty"`
 	Config       ConfigView        `json:"config"`
 	Round        int               `json:"round"`
 	Phase        string            `json:"phase"`
@@ -320,6 +331,7 @@ func (f *federation) status() Status {
 	defer f.mu.Unlock()
 	cfg := f.coord.Config()
 	st := Status{ID: f.meta.ID, Name: f.meta.Name, Created: f.meta.Created, State: f.stateLocked(), Error: f.broken, Demo: f.meta.Demo,
+		Insecure: f.meta.Scheme == "plaintext",
 		Config: ConfigView{Algo: f.meta.Algo, Scheme: f.meta.Scheme, Step: cfg.Step, Search: cfg.Search, Loss: cfg.Loss,
 			Lambda: cfg.Lambda, Rounds: cfg.Rounds, Fraction: cfg.Fraction, Inner: cfg.Inner, IIC: cfg.IIC,
 			MinParticipants: cfg.Clients, ManualStart: !f.meta.AutoStart, RoundTimeout: time.Duration(f.meta.RoundTimeout).String(),
@@ -352,6 +364,7 @@ type Summary struct {
 	Rounds       int       `json:"rounds"`
 	Participants int       `json:"participants"`
 	Demo         bool      `json:"demo,omitempty"`
+	Insecure     bool      `json:"insecure,omitempty"`
 }
 
 func (s *Server) list() []Summary {
@@ -365,7 +378,8 @@ func (s *Server) list() []Summary {
 	for _, f := range feds {
 		f.mu.Lock()
 		out = append(out, Summary{ID: f.meta.ID, Name: f.meta.Name, State: f.stateLocked(), Created: f.meta.Created,
-			Round: f.coord.Round(), Rounds: f.coord.Config().Rounds, Participants: len(f.names), Demo: f.meta.Demo})
+			Round: f.coord.Round(), Rounds: f.coord.Config().Rounds, Participants: len(f.names), Demo: f.meta.Demo,
+			Insecure: f.meta.Scheme == "plaintext"})
 		f.mu.Unlock()
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })

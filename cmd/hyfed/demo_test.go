@@ -26,12 +26,12 @@ func TestDemoBlocksAndFill(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		errc <- runServe(ctx, []string{"--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--demo",
-			"--demo-partition", "quadrants:1", "--demo-rounds", "6"}, pw, io.Discard)
+			"--demo-partition", "quadrants:1", "--demo-rounds", "6", "--insecure-demo"}, pw, io.Discard)
 		pw.Close()
 	}()
 	lines := map[string]string{}
 	sc := bufio.NewScanner(pr)
-	for sc.Scan() && lines["dashboard"] == "" {
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), "open the join link") {
 		if k, v, ok := strings.Cut(sc.Text(), ": "); ok {
 			lines[k] = v
 		}
@@ -57,6 +57,20 @@ func TestDemoBlocksAndFill(t *testing.T) {
 			t.Fatalf("GET %s: %s %s", path, resp.Status, b)
 		}
 		return b
+	}
+	// --insecure-demo: the same demo without encryption beside it, marked.
+	if !strings.Contains(lines["insecure join"], "#plaintext:") {
+		t.Fatalf("insecure join link %q, want a plaintext: secret", lines["insecure join"])
+	}
+	var ist server.Status
+	resp0, err := http.Get(strings.Replace(lines["insecure dashboard"], "/federations/", "/api/federations/", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp0.Body).Decode(&ist)
+	resp0.Body.Close()
+	if !ist.Insecure || ist.Config.Scheme != "plaintext" || !ist.Demo || ist.Config.PStar <= 0 {
+		t.Fatalf("insecure demo status: insecure %v scheme %q demo %v pstar %v", ist.Insecure, ist.Config.Scheme, ist.Demo, ist.Config.PStar)
 	}
 	var list []server.DemoBlock
 	if err := json.Unmarshal(get("/demo-blocks"), &list); err != nil || len(list) != 4 {

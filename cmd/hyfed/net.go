@@ -53,7 +53,7 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.timeout, "round-timeout", time.Minute, "a phase that waits longer for replies goes on with whoever answered")
 	fs.IntVar(&r.NumFeatures, "num-features", 0, "feature count every block must have (0: whatever the first participant has)")
 	fs.Float64Var(&r.PStar, "pstar", 0, "the known optimum P* (hyfed central on pooled data, for experiments): the pages then plot the relative loss")
-	fs.BoolVar(&f.plain, "plaintext", false, "seal nothing (for comparison only: the server then sees dual values and inner products)")
+	fs.BoolVar(&f.plain, "plaintext", false, "seal nothing (demonstration only: the server then sees dual values and inner products; refused unless the server runs with --insecure-demo)")
 }
 
 func (f *fedFlags) request() server.CreateRequest {
@@ -86,6 +86,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	demo := fs.Bool("demo", false, "create a demo federation (MNIST, quadrants:2: 8 blocks) and print its join and dashboard links; its pages offer the demo blocks, its dashboard fills free seats with simulated participants")
 	demoRounds := fs.Int("demo-rounds", 300, "rounds of the demo federation")
 	demoPart := fs.String("demo-partition", "quadrants:2", "partition of the demo's MNIST data (one seat per block)")
+	insecure := fs.Bool("insecure-demo", false, "admit federations WITHOUT encryption (the server then reads dual values and inner products), to demonstrate what encryption prevents; with --demo, an insecure demo federation beside the encrypted one. Never for real data")
 	verbose := fs.Bool("v", false, "log every connection and round")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -102,6 +103,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Limits: protocol.Limits{MaxBytes: *maxFrame, MaxChunks: protocol.DefaultLimits.MaxChunks}}
 	if *origins != "" {
 		opt.AllowedOrigins = strings.Split(*origins, ",")
+	}
+	if *insecure {
+		opt.InsecureDemo = true
+		fmt.Fprintln(stderr, "WARNING: --insecure-demo: this server admits federations without encryption; use them with demo data only")
 	}
 	var seats *demoSeats
 	var demoData *experiment.Prepared
@@ -151,26 +156,39 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}()
 	fmt.Fprintf(stdout, "listening: %s\n", base)
 	if *demo {
-		sec, err := secret.New()
-		if err != nil {
-			return err
+		// The encrypted demo, and with --insecure-demo the same one without
+		// encryption beside it (the privacy demonstration compares them).
+		kinds := []bool{false}
+		if *insecure {
+			kinds = append(kinds, true)
 		}
-		resp, err := srv.Create(server.CreateRequest{Name: "demo: MNIST, " + *demoPart, Demo: true, Lambda: 1e-3,
-			Rounds: *demoRounds, IIC: 0.2, MinParticipants: len(demoData.Blocks), NumFeatures: demoData.Data.M(),
-			Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute), PStar: demoPStar})
-		if err != nil {
-			return fmt.Errorf("demo: %w", err)
+		for _, plain := range kinds {
+			sec, err := secret.New()
+			if err != nil {
+				return err
+			}
+			req := server.CreateRequest{Name: "demo: MNIST, " + *demoPart, Demo: true, Lambda: 1e-3,
+				Rounds: *demoRounds, IIC: 0.2, MinParticipants: len(demoData.Blocks), NumFeatures: demoData.Data.M(),
+				Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute), PStar: demoPStar}
+			prefix := ""
+			if plain {
+				req.Name, req.Scheme, prefix = "INSECURE demo (no encryption): MNIST, "+*demoPart, "plaintext", "insecure "
+			}
+			resp, err := srv.Create(req)
+			if err != nil {
+				return fmt.Errorf("demo: %w", err)
+			}
+			link := joinLink(base, resp, sec, plain)
+			l, err := session.ParseLink(link)
+			if err != nil {
+				return fmt.Errorf("demo: %w", err)
+			}
+			seats.add(resp.ID, l, demoData.Blocks)
+			fmt.Fprintf(stdout, "%sjoin: %s\n", prefix, link)
+			fmt.Fprintf(stdout, "%sdashboard: %s%s\n", prefix, base, resp.DashboardPath)
+			fmt.Fprintf(stdout, "%sadmin: %s\n", prefix, resp.AdminToken)
 		}
-		link := joinLink(base, resp, sec, false)
-		l, err := session.ParseLink(link)
-		if err != nil {
-			return fmt.Errorf("demo: %w", err)
-		}
-		seats.add(resp.ID, l, demoData.Blocks)
-		fmt.Fprintf(stdout, "join: %s\n", link)
-		fmt.Fprintf(stdout, "dashboard: %s%s\n", base, resp.DashboardPath)
-		fmt.Fprintf(stdout, "admin: %s\n", resp.AdminToken)
-		fmt.Fprintf(stdout, "open the join link, pick a demo block, then press \"fill the free seats\" on the dashboard (or: hyfed sim '%s' --data mnist --partition %s)\n", link, *demoPart)
+		fmt.Fprintf(stdout, "open the join link, pick a demo block, then press \"fill the free seats\" on the dashboard (or: hyfed sim '<join link>' --data mnist --partition %s)\n", *demoPart)
 	}
 	select {
 	case err := <-errc:
