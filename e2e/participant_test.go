@@ -18,6 +18,7 @@ import (
 	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/seal"
 	"github.com/hyfed/hyfed/shared/secret"
+	"github.com/hyfed/hyfed/shared/session"
 )
 
 // Browser participants: the join page, its Web Worker and the WebAssembly
@@ -285,4 +286,53 @@ func TestInsecureFederationIsMarked(t *testing.T) {
 			tb.fatalf("%s: an encrypted federation shows the insecure banner", c.url)
 		}
 	}
+}
+
+// TestDemoNewcomer is make run's flow: a demo federation (MNIST
+// quadrants:1 here: 4 seats); one tab takes "demo block 1" on the join page
+// and joins; the dashboard's "fill the free seats" starts simulated native
+// participants for the other three; training finishes in the tab.
+func TestDemoNewcomer(t *testing.T) {
+	const rounds = 8
+	blocks := loadBlocks(t, "mnist", "quadrants:1")
+	vals := make([]partition.Block, len(blocks))
+	for i, b := range blocks {
+		vals[i] = *b
+	}
+	seats := session.NewSeats(t.Context(), nil)
+	ts := startServer(t, func(o *server.Options) { o.Demo = seats })
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "demo", Demo: true, Lambda: 1e-3, Rounds: rounds, IIC: 0.2,
+		MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(time.Minute)})
+	l, err := session.ParseLink(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seats.Add(fed.ID, l, vals)
+	t.Cleanup(seats.Wait)
+
+	b := newBrowser(t)
+	tb := newTab(t, b)
+	tb.navigate(link)
+	tb.waitJS("the demo blocks", "!document.getElementById('demo').hidden && document.getElementById('demo-block').options.length === 4", 20*time.Second)
+	tb.waitJS("the participant to load", "document.body.dataset.ready === '1'", joinTimeout)
+	evalJS[bool](tb, "(document.getElementById('demo-block').value = '1', true)")
+	tb.do("load demo block 1", chromedp.Click("#demo-load"))
+	tb.waitJS("the summary of demo block 1", "!document.getElementById('summary').hidden", 20*time.Second)
+	if got := tb.text("#summary-kv"); !strings.Contains(got, "demo block 1") {
+		tb.fatalf("summary %q", got)
+	}
+	tb.do("press join", chromedp.Click("#join"))
+	tb.waitJS("the server's welcome", "document.body.dataset.registered === '1'", 20*time.Second)
+
+	dash := newTab(t, b)
+	dash.navigate(ts.URL + fed.DashboardPath)
+	dash.waitJS("the fill button", "!document.getElementById('fill-box').hidden && !document.getElementById('fill').disabled", 10*time.Second)
+	dash.do("press fill", chromedp.Click("#fill"))
+	dash.waitJS("the fill result", "document.getElementById('fill-result').textContent.includes('Started 3')", 10*time.Second)
+	tb.waitJS("training to finish in the tab", "document.body.dataset.done === '1'", 2*time.Minute)
+	st := waitStatus(t, ts.URL, fed.ID, "the federation to finish", 10*time.Second, func(s server.Status) bool { return s.State == "finished" })
+	if st.Round != rounds || len(st.Participants) != 4 {
+		t.Fatalf("finished at round %d with %d participants", st.Round, len(st.Participants))
+	}
+	screenshot(t, dash, "demo-dashboard.png")
 }

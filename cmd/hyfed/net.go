@@ -108,7 +108,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		opt.InsecureDemo = true
 		fmt.Fprintln(stderr, "WARNING: --insecure-demo: this server admits federations without encryption; use them with demo data only")
 	}
-	var seats *demoSeats
+	var seats *session.Seats
 	var demoData *experiment.Prepared
 	var demoPStar float64
 	if *demo {
@@ -117,7 +117,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if demoData, err = experiment.Prepare(experiment.Options{Data: "mnist", Partition: *demoPart}); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
-		seats = newDemoSeats(ctx, log)
+		seats = session.NewSeats(ctx, log)
 		opt.Demo = seats
 		// The demo's optimum, so that the pages plot the relative loss
 		// (a few seconds on 2 cores).
@@ -183,7 +183,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if err != nil {
 				return fmt.Errorf("demo: %w", err)
 			}
-			seats.add(resp.ID, l, demoData.Blocks)
+			seats.Add(resp.ID, l, demoData.Blocks)
 			fmt.Fprintf(stdout, "%sjoin: %s\n", prefix, link)
 			fmt.Fprintf(stdout, "%sdashboard: %s%s\n", prefix, base, resp.DashboardPath)
 			fmt.Fprintf(stdout, "%sadmin: %s\n", prefix, resp.AdminToken)
