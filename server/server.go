@@ -41,6 +41,10 @@ type Options struct {
 	// delivered, before it is decoded: what the server actually got (the
 	// privacy tests and the curious-server demonstration read it).
 	Received func(federation string, client int, frame []byte)
+	// Sent, if set, sees every frame the server sends a registered
+	// participant, before it is written: with Received, the server's whole
+	// side of the conversation (the curious-server demonstration).
+	Sent func(federation string, client int, frame []byte)
 	// Demo, if set, supplies demo federations' blocks and simulated
 	// participants (the dashboard's "fill the free seats").
 	Demo DemoData

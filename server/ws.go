@@ -102,6 +102,9 @@ func (c *conn) writeLoop() {
 					c.f.log.Error("cannot encode a message", "client", c.client, "kind", m.Kind, "error", err)
 					return
 				}
+				if h := c.f.srv.opt.Sent; h != nil && c.client >= 0 {
+					h(c.f.meta.ID, c.client, frame) // before the write: a reply cannot be seen first
+				}
 				c.ws.SetWriteDeadline(time.Now().Add(writeWait))
 				if err := c.ws.WriteMessage(websocket.BinaryMessage, frame); err != nil {
 					return

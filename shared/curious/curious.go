@@ -84,6 +84,26 @@ func NewObserver(scheme string) *Observer {
 // Scheme returns the scheme name the observer was created with.
 func (o *Observer) Scheme() string { return o.scheme }
 
+// Frame observes a wire frame (protocol.EncodeMessage) as a server's
+// Received and Sent hooks see them: what the server actually received and
+// sent. Frames of unregistered connections (client < 0: hellos) and frames
+// that do not decode are skipped, as the server itself refuses the latter.
+func (o *Observer) Frame(toServer bool, client int, frame []byte) error {
+	if client < 0 {
+		return nil
+	}
+	scheme, err := seal.ByName(o.scheme)
+	if err != nil {
+		return err
+	}
+	m, err := protocol.DecodeMessage(scheme, frame, protocol.DefaultLimits)
+	if err != nil {
+		return fmt.Errorf("curious: client %d: %w", client, err)
+	}
+	o.Observe(toServer, client, &m)
+	return nil
+}
+
 // Observe records one message between the server and client: toServer says
 // the client sent it. Everything is copied or opened now, because the server
 // reuses received chunks when it adds them up.
