@@ -67,7 +67,7 @@ func BenchmarkWasmVsNativeRound(b *testing.B) {
 	  try {
 	    return await new Promise((resolve, reject) => {
 	      w.onmessage = (e) => { const ev = JSON.parse(e.data);
-	        if (ev.type === 'bench') resolve(JSON.stringify(ev.result));
+	        if (ev.type === 'bench') resolve(JSON.stringify(ev.replay));
 	        if (ev.type === 'error') reject(new Error(ev.message)); };
 	      w.postMessage({cmd: 'bench', bytes: buf}, [buf]);
 	    });

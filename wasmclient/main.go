@@ -60,8 +60,7 @@ func main() {
 				return
 			}
 			block = b
-			sum, _ := json.Marshal(s)
-			js.Global().Call("postMessage", `{"type":"summary","summary":`+string(sum)+`}`)
+			emit(tab.Event{Type: "summary", Summary: s})
 		}()
 		return nil
 	}))
@@ -99,12 +98,12 @@ func main() {
 		data := make([]byte, args[0].Get("byteLength").Int())
 		js.CopyBytesToGo(data, args[0])
 		go func() {
-			out, err := bench(data)
+			r, err := bench(data)
 			if err != nil {
 				emit(tab.Event{Type: "error", Code: "bench", Message: err.Error()})
 				return
 			}
-			js.Global().Call("postMessage", `{"type":"bench","result":`+string(out)+`}`)
+			emit(tab.Event{Type: "bench", Replay: r})
 		}()
 		return nil
 	}))
@@ -112,14 +111,10 @@ func main() {
 	select {}
 }
 
-func bench(data []byte) ([]byte, error) {
+func bench(data []byte) (*tab.ReplayResult, error) {
 	t, err := tab.DecodeTrace(data)
 	if err != nil {
 		return nil, err
 	}
-	r, err := tab.Replay(t)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(r)
+	return tab.Replay(t)
 }

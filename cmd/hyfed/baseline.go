@@ -76,44 +76,26 @@ func runBaselineExperiment(ctx context.Context, o experiment.Options, bf baselin
 			fmt.Fprintf(o.Progress, "round %d/%d  P=%.6g  rel=%.3g  acc=%.4f  %.1fs\n", round, o.Rounds, primal, rel, heldAcc, secs)
 		}
 	}
-	switch bf.algo {
-	case baseline.FedAvg, baseline.HyFEMAvg, baseline.HyFEMProx:
-		inner := o.Inner
-		if inner <= 0 {
-			inner = experiment.InnerFor(o.IIC, p.Data.NumTrain(), len(p.Blocks))
-		}
-		mu := bf.mu
-		if bf.algo == baseline.HyFEMProx && mu == 0 {
-			mu = 0.1
-		}
-		if bf.algo != baseline.HyFEMProx {
-			mu = 0
-		}
+	inner := o.Inner
+	if inner <= 0 {
+		inner = experiment.InnerFor(o.IIC, p.Data.NumTrain(), len(p.Blocks))
+	}
+	mu := bf.mu
+	if bf.algo == baseline.HyFEMProx && mu == 0 {
+		mu = 0.1
+	}
+	if bf.algo != "fedhybrid" {
 		s.Inner = inner
-		cum := 0.0
-		bo := baseline.Options{Algo: bf.algo, Loss: o.Loss, Lambda: o.Lambda, Rounds: o.Rounds, Inner: inner, StepA: bf.stepA,
-			StepB: bf.stepB, Mu: mu, Fraction: o.Fraction, Seed: o.Seed, Scheme: s.Scheme,
-			OnRound: func(m baseline.RoundMetrics, _ []float64) {
-				cum += m.Seconds
-				s.BytesIn += m.BytesToServer
-				s.BytesOut += m.BytesFromServer
-				add(m.Round, m.Primal, m.TrainAcc, m.HeldAcc, cum)
-			}}
-		if _, err := baseline.Run(ctx, p.Data, p.Blocks, bo); err != nil {
-			return err
-		}
-	case "fedhybrid":
-		fo := baseline.FedHybridOptions{Loss: o.Loss, Lambda: o.Lambda, Rounds: o.Rounds, Mode: bf.mode, Mu: bf.mu,
-			Fraction: o.Fraction, Seed: o.Seed, Scheme: s.Scheme}
-		rs, err := baseline.RunFedHybrid(ctx, p.Data, p.Blocks, fo)
-		if err != nil {
-			return err
-		}
-		for _, r := range rs {
-			add(r.Round, r.Primal, r.TrainAcc, r.HeldAcc, r.Seconds)
-		}
-	default:
-		return fmt.Errorf("--algo %q: want hyfdca, fedavg, hyfem-avg, hyfem-prox or fedhybrid", bf.algo)
+	}
+	spec := baselineSpec{algo: bf.algo, loss: o.Loss, mode: bf.mode, scheme: s.Scheme, lambda: o.Lambda, a: bf.stepA, b: bf.stepB,
+		mu: mu, fraction: o.Fraction, rounds: o.Rounds, inner: inner, seed: o.Seed}
+	err = runBaseline(ctx, p, spec, func(m baseline.RoundMetrics, secs float64) {
+		s.BytesIn += m.BytesToServer
+		s.BytesOut += m.BytesFromServer
+		add(m.Round, m.Primal, m.TrainAcc, m.HeldAcc, secs)
+	})
+	if err != nil {
+		return err
 	}
 	if len(hist) == 0 {
 		return fmt.Errorf("%s: no rounds ran", bf.algo)
@@ -135,4 +117,44 @@ func runBaselineExperiment(ctx context.Context, o experiment.Options, bf baselin
 	}
 	m["algo"] = bf.algo
 	return printJSON(stdout, m)
+}
+
+// baselineSpec is one baseline run's settings (hyfed experiment --algo and
+// hyfed compare).
+type baselineSpec struct {
+	algo, loss, mode, scheme   string
+	lambda, a, b, mu, fraction float64
+	rounds, inner              int
+	seed                       int64
+}
+
+// runBaseline runs a baseline on p and calls round with every round's
+// metrics and the training seconds since the start. The errors of a run
+// that stopped early come after the rounds it completed.
+func runBaseline(ctx context.Context, p *experiment.Prepared, s baselineSpec, round func(m baseline.RoundMetrics, seconds float64)) error {
+	switch s.algo {
+	case baseline.FedAvg, baseline.HyFEMAvg, baseline.HyFEMProx:
+		mu := s.mu
+		if s.algo != baseline.HyFEMProx {
+			mu = 0 // only Prox has the penalty
+		}
+		cum := 0.0
+		o := baseline.Options{Algo: s.algo, Loss: s.loss, Lambda: s.lambda, Rounds: s.rounds, Inner: s.inner, StepA: s.a, StepB: s.b,
+			Mu: mu, Fraction: s.fraction, Seed: s.seed, Scheme: s.scheme,
+			OnRound: func(m baseline.RoundMetrics, _ []float64) {
+				cum += m.Seconds // per round, without the metrics
+				round(m, cum)
+			}}
+		_, err := baseline.Run(ctx, p.Data, p.Blocks, o)
+		return err
+	case "fedhybrid":
+		o := baseline.FedHybridOptions{Loss: s.loss, Lambda: s.lambda, Rounds: s.rounds, Mode: s.mode, Mu: s.mu,
+			Fraction: s.fraction, Seed: s.seed, Scheme: s.scheme}
+		rs, err := baseline.RunFedHybrid(ctx, p.Data, p.Blocks, o)
+		for _, r := range rs {
+			round(baseline.RoundMetrics{Round: r.Round, Primal: r.Primal, TrainAcc: r.TrainAcc, HeldAcc: r.HeldAcc, Active: r.Active}, r.Seconds)
+		}
+		return err
+	}
+	return fmt.Errorf("--algo %q: want hyfdca, fedavg, hyfem-avg, hyfem-prox or fedhybrid", s.algo)
 }

@@ -454,15 +454,20 @@ func fedHybridAlgo(lambda float64) cmpAlgo {
 	return cmpAlgo{Name: "fedhybrid", Params: []cmpParam{{"mu", 1e-4, 10}},
 		Applies: func(partition string) bool { return strings.HasPrefix(partition, "horizontal:") },
 		Run: func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error) {
-			o := baseline.FedHybridOptions{Loss: s.Loss, Lambda: lambda, Rounds: rounds, Mode: "newton", Mu: params["mu"],
-				Fraction: s.Fraction, Seed: seed, Scheme: "plaintext"}
-			rs, err := baseline.RunFedHybrid(ctx, p.Data, p.Blocks, o)
-			pts := make([]cmpPoint, 0, len(rs))
-			for _, r := range rs {
-				pts = append(pts, cmpPoint{Round: r.Round, Seconds: r.Seconds, Primal: r.Primal, HeldAcc: r.HeldAcc})
-			}
-			return pts, err
+			spec := baselineSpec{algo: "fedhybrid", loss: s.Loss, mode: "newton", scheme: "plaintext", lambda: lambda, mu: params["mu"],
+				fraction: s.Fraction, rounds: rounds, seed: seed}
+			return baselinePoints(ctx, p, spec)
 		}}
+}
+
+// baselinePoints runs a baseline and returns its rounds as points (those
+// completed, with the error of a run that stopped early).
+func baselinePoints(ctx context.Context, p *experiment.Prepared, spec baselineSpec) ([]cmpPoint, error) {
+	var pts []cmpPoint
+	err := runBaseline(ctx, p, spec, func(m baseline.RoundMetrics, secs float64) {
+		pts = append(pts, cmpPoint{Round: m.Round, Seconds: secs, Primal: m.Primal, HeldAcc: m.HeldAcc})
+	})
+	return pts, err
 }
 
 // baselineAlgo runs FedAvg or HyFEM with the search ranges of papers/001
@@ -477,18 +482,8 @@ func baselineAlgo(name string, lambda float64) cmpAlgo {
 		Run: func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error) {
 			h := experiment.InnerFor(params["iic"], p.Data.NumTrain(), len(p.Blocks))
 			h = min(h, 100000) // a huge H is a candidate the search should drop, not a stall
-			o := baseline.Options{Algo: name, Loss: s.Loss, Lambda: lambda, Rounds: rounds, Inner: h, StepA: params["a"], StepB: params["b"],
-				Mu: params["mu"], Fraction: s.Fraction, Seed: seed, Scheme: "plaintext"}
-			ms, err := baseline.Run(ctx, p.Data, p.Blocks, o)
-			pts := make([]cmpPoint, 0, len(ms))
-			cum := 0.0
-			for _, m := range ms {
-				cum += m.Seconds
-				pts = append(pts, cmpPoint{Round: m.Round, Seconds: cum, Primal: m.Primal, HeldAcc: m.HeldAcc})
-			}
-			if err != nil {
-				return pts, err
-			}
-			return pts, nil
+			spec := baselineSpec{algo: name, loss: s.Loss, scheme: "plaintext", lambda: lambda, a: params["a"], b: params["b"],
+				mu: params["mu"], fraction: s.Fraction, rounds: rounds, inner: h, seed: seed}
+			return baselinePoints(ctx, p, spec)
 		}}
 }

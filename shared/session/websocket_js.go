@@ -62,11 +62,6 @@ func WebSocket(readLimit int64) Dialer {
 				return nil
 			}),
 			js.FuncOf(func(_ js.Value, args []js.Value) any {
-				// Browsers hide why a socket failed; the close event that
-				// follows carries the code.
-				return nil
-			}),
-			js.FuncOf(func(_ js.Value, args []js.Value) any {
 				ev := args[0]
 				c.fail(fmt.Errorf("connection closed (code %d%s)", ev.Get("code").Int(), reason(ev.Get("reason").String())))
 				once.Do(func() { close(opened) })
@@ -75,8 +70,9 @@ func WebSocket(readLimit int64) Dialer {
 		}
 		ws.Set("onopen", c.funcs[0])
 		ws.Set("onmessage", c.funcs[1])
-		ws.Set("onerror", c.funcs[2])
-		ws.Set("onclose", c.funcs[3])
+		// No onerror: browsers hide why a socket failed, and the close
+		// event that follows carries the code.
+		ws.Set("onclose", c.funcs[2])
 		select {
 		case <-opened:
 		case <-ctx.Done():
@@ -120,12 +116,8 @@ func (c *jsConn) fail(err error) {
 }
 
 func (c *jsConn) Read(ctx context.Context) ([]byte, error) {
-	// Frames that arrived before the close are still delivered.
-	select {
-	case b := <-c.frames:
-		return b, nil
-	default:
-	}
+	// Frames that arrived before the close are still delivered (the
+	// closed case looks again: select picks among ready cases at random).
 	select {
 	case b := <-c.frames:
 		return b, nil

@@ -117,22 +117,25 @@ func summarize(name string, size int, b *partition.Block) *Summary {
 }
 
 // Event is what the tab reports to its page. Type says which fields are
-// set: state (State, Name, Message, WaitMS), progress (Round, Rounds,
-// Phase, Active), sent (Sent), error (Code, Message), done (Result).
+// set: summary (Summary), state (State, Name, Message, WaitMS), progress
+// (Round, Rounds, Phase, Active), sent (Sent), error (Code, Message), done
+// (Result), bench (Replay).
 type Event struct {
-	Type    string  `json:"type"`
-	State   string  `json:"state,omitempty"` // connecting, registered, reconnecting
-	Name    string  `json:"name,omitempty"`
-	Session string  `json:"session,omitempty"` // the token to return with after a reload (kept in the tab)
-	Message string  `json:"message,omitempty"`
-	Code    string  `json:"code,omitempty"`
-	WaitMS  int64   `json:"wait_ms,omitempty"`
-	Round   int     `json:"round,omitempty"`
-	Rounds  int     `json:"rounds,omitempty"`
-	Phase   string  `json:"phase,omitempty"`
-	Active  *bool   `json:"active,omitempty"`
-	Sent    *Sent   `json:"sent,omitempty"`
-	Result  *Result `json:"result,omitempty"`
+	Type    string        `json:"type"`
+	State   string        `json:"state,omitempty"` // connecting, registered, reconnecting
+	Name    string        `json:"name,omitempty"`
+	Session string        `json:"session,omitempty"` // the token to return with after a reload (kept in the tab)
+	Message string        `json:"message,omitempty"`
+	Code    string        `json:"code,omitempty"`
+	WaitMS  int64         `json:"wait_ms,omitempty"`
+	Round   int           `json:"round,omitempty"`
+	Rounds  int           `json:"rounds,omitempty"`
+	Phase   string        `json:"phase,omitempty"`
+	Active  *bool         `json:"active,omitempty"`
+	Sent    *Sent         `json:"sent,omitempty"`
+	Result  *Result       `json:"result,omitempty"`
+	Summary *Summary      `json:"summary,omitempty"`
+	Replay  *ReplayResult `json:"replay,omitempty"`
 }
 
 // Sent is what has left the tab so far, by message kind.
