@@ -450,7 +450,15 @@ type tab struct {
 // and logs the page and the console.
 func newTab(t testing.TB, b *browser) *tab {
 	t.Helper()
-	ctx, cancel := chromedp.NewContext(b.ctx)
+	return attachTab(t, b)
+}
+
+// attachTab is newTab for the tab of the context options: with
+// chromedp.WithTargetID, a tab a page opened itself (window.open), which
+// shares its opener's session storage as a user's would.
+func attachTab(t testing.TB, b *browser, opts ...chromedp.ContextOption) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx, opts...)
 	tb := &tab{t: t, name: fmt.Sprintf("tab%d", b.tabs.Add(1)), ctx: ctx, start: time.Now()}
 	t.Cleanup(func() {
 		if t.Failed() {

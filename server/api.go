@@ -30,6 +30,8 @@ import (
 //	POST /api/federations/:id/fill         a demo's free seats to simulated participants
 //	GET  /api/federations/:id/model        the model w: {round, num_features, w}
 //	GET  /api/federations/:id/server-view  what the server holds: sealed sizes, plaintext w and hat_w
+//	GET  /api/federations/:id/attack       the curious server's progress per participant (Options.Curious)
+//	GET  /api/federations/:id/attack/rows  ?session=&from=&count=: the reconstruction of the token holder's rows
 //	GET  /join/:id, /federations/:id, /    pages
 //	GET  /federations/:id/privacy, /new    pages: privacy view, create a federation
 func (s *Server) Handler() http.Handler {
@@ -59,6 +61,8 @@ func (s *Server) Handler() http.Handler {
 	e.GET("/api/federations/:id/ws", s.handleSocket)
 	e.GET("/api/federations/:id/model", s.handleModel)
 	e.GET("/api/federations/:id/server-view", s.handleServerView)
+	e.GET("/api/federations/:id/attack", s.handleAttack)
+	e.GET("/api/federations/:id/attack/rows", s.handleAttackRows)
 	static := web.Static()
 	page := func(name string) echo.HandlerFunc {
 		return func(c echo.Context) error {

@@ -44,6 +44,9 @@ type federation struct {
 	// slots is the layout's slot count once the federation has started,
 	// for the decode limits of the connections' readers (no lock there).
 	slots atomic.Int64
+	// attack is the curious-server demonstration (Options.Curious), nil
+	// without it. Set once at creation; it has its own locks.
+	attack *attack
 }
 
 func newFederation(s *Server, m meta, scheme seal.Scheme) *federation {
@@ -57,6 +60,9 @@ func newFederation(s *Server, m meta, scheme seal.Scheme) *federation {
 		f.names[sm.Client] = sm.Name
 	}
 	f.saver = newSaver(f.dir(), f.log)
+	if s.opt.Curious {
+		f.attack = newAttack(f)
+	}
 	return f
 }
 
@@ -193,6 +199,7 @@ func (f *federation) afterChange() {
 	for ; f.reported < len(h); f.reported++ {
 		r := h[f.reported]
 		f.events.publish(event{Type: "round", Round: r.Round, Metrics: metricsView(r)})
+		f.attack.roundDone(r.Round)
 	}
 	if ph := f.coord.Phase(); ph != f.phase {
 		f.phase = ph
@@ -313,6 +320,7 @@ func (f *federation) register(c *conn, hello protocol.Message, invite, session s
 		c.send(protocol.Message{Kind: protocol.KindWelcome, Name: f.name(k)})
 	}
 	f.conns[k] = c
+	f.attack.observe(true, k, &hello) // before the setup is queued: what the server got first
 	f.events.publish(event{Type: "participant", Name: f.name(k), State: "connected"})
 	f.log.Info("participant connected", "client", k, "name", f.name(k), "new", isNew)
 	f.dispatch(out)
@@ -416,6 +424,7 @@ func (f *federation) close() {
 	f.conns = map[int]*conn{}
 	f.mu.Unlock()
 	f.saver.stop()
+	f.attack.stop()
 	f.events.close()
 }
 

@@ -53,6 +53,15 @@ type Options struct {
 	// demonstrate what encryption prevents. Off by default: such a
 	// federation is refused (hyfed serve --insecure-demo turns it on).
 	InsecureDemo bool
+	// Curious runs the curious-server demonstration: the server attacks
+	// what it receives, to show what encryption protects. Each federation
+	// gets a curious.Observer fed every message its connections read and
+	// write, and a worker that reconstructs each participant's rows from
+	// them every few seconds, off the round loop (attack.go). It holds a
+	// copy of every readable inner-product vector and a reconstruction of
+	// every block: memory of the order of the federation's data, for
+	// demonstrations only.
+	Curious bool
 }
 
 // Server holds the federations.
@@ -174,6 +183,9 @@ type CreateRequest struct {
 	// optimum the pages measure the relative loss (P-P*)/P* by; without
 	// it they show the relative duality gap, an upper bound of it.
 	PStar float64 `json:"pstar,omitempty"`
+	// SealPrimal seals the primal contributions too: the server then sees
+	// only their sum over participants (protocol.Config.SealPrimal).
+	SealPrimal bool `json:"seal_primal,omitempty"`
 }
 
 // CreateResponse is what creating a federation returns. The tokens are
@@ -232,7 +244,7 @@ func (s *Server) Create(req CreateRequest) (*CreateResponse, error) {
 	}
 	cfg := protocol.Config{Lambda: req.Lambda, Loss: req.Loss, Step: req.Step, Inner: req.Inner, IIC: req.IIC,
 		Gamma: req.Gamma, Fraction: req.Fraction, Rounds: req.Rounds, Search: req.Search, Estimate: req.Estimate,
-		Seed: req.Seed, Clients: req.MinParticipants, NumFeatures: req.NumFeatures}
+		Seed: req.Seed, Clients: req.MinParticipants, NumFeatures: req.NumFeatures, SealPrimal: req.SealPrimal}
 	if cfg.Lambda == 0 {
 		cfg.Lambda = 1e-3
 	}
@@ -295,6 +307,7 @@ type ConfigView struct {
 	NumFeatures     int     `json:"num_features"`
 	Seed            uint64  `json:"seed"`
 	PStar           float64 `json:"pstar,omitempty"` // the organizer's known optimum, if given
+	SealPrimal      bool    `json:"seal_primal,omitempty"`
 }
 
 // Status is GET /api/federations/{id}.
@@ -316,6 +329,9 @@ type Status struct {
 	History      []*MetricsView    `json:"history"`
 	WireIn       int64             `json:"wire_bytes_to_server"`
 	WireOut      int64             `json:"wire_bytes_from_server"`
+	// Curious says the server runs the curious-server demonstration on
+	// this federation (Options.Curious; GET .../attack).
+	Curious bool `json:"curious,omitempty"`
 }
 
 // participantState names a registered participant's state for people.
@@ -339,10 +355,10 @@ func (f *federation) status() Status {
 		Config: ConfigView{Algo: f.meta.Algo, Scheme: f.meta.Scheme, Step: cfg.Step, Search: cfg.Search, Loss: cfg.Loss,
 			Lambda: cfg.Lambda, Rounds: cfg.Rounds, Fraction: cfg.Fraction, Inner: cfg.Inner, IIC: cfg.IIC,
 			MinParticipants: cfg.Clients, ManualStart: !f.meta.AutoStart, RoundTimeout: time.Duration(f.meta.RoundTimeout).String(),
-			NumFeatures: cfg.NumFeatures, Seed: cfg.Seed, PStar: f.meta.PStar},
+			NumFeatures: cfg.NumFeatures, Seed: cfg.Seed, PStar: f.meta.PStar, SealPrimal: cfg.SealPrimal},
 		Round: f.coord.Round(), Phase: f.coord.Phase(), Samples: f.coord.NumTrain(),
 		Participants: []ParticipantView{}, History: []*MetricsView{},
-		WireIn: f.wireIn.Load(), WireOut: f.wireOut.Load()}
+		WireIn: f.wireIn.Load(), WireOut: f.wireOut.Load(), Curious: f.attack != nil}
 	infos := f.coord.Clients()
 	for k, name := range f.names {
 		pv := ParticipantView{Name: name, State: "left-before-start"}

@@ -68,8 +68,17 @@ type ParticipantHeld struct {
 	// RoundAggregates are the sealed direction d and inner products x.u the
 	// server sums for its samples during a round and sends back.
 	RoundAggregates *SealedView `json:"round_aggregates"`
-	// HatW is its primal contribution hat_w_k, in plaintext.
+	// HatW is its primal contribution hat_w_k, in plaintext (absent under
+	// sealed primal).
 	HatW *PlainView `json:"hat_w"`
+	// Change is the last change of hat_w_k the server received in
+	// plaintext, dw_k = X_k^T d over the samples a round moved: with a
+	// small H it is a few of the participant's rows (absent under sealed
+	// primal).
+	Change *PlainView `json:"change,omitempty"`
+	// PrimalSealed: hat_w_k and its changes reach the server sealed; it
+	// holds only their sum over participants, w.
+	PrimalSealed bool `json:"primal_sealed,omitempty"`
 }
 
 // ServerView is GET /api/federations/{id}/server-view: what the server
@@ -113,6 +122,14 @@ const (
 var alsoPlaintext = []string{
 	"the global model w and every participant's primal contribution hat_w_k",
 	"each round, every holder's share of the change of its primal contribution (dw)",
+	"each round, per reporting holder, sums of loss, dual term and correct predictions over its sample groups",
+	"once, per sample group and holder, the squared norm of the block's mean row and its centered variance",
+	"sample pseudonyms (keyed hashes of record ids), counts, feature indexes, timings",
+}
+
+// alsoPlaintextSealedPrimal is alsoPlaintext under sealed primal.
+var alsoPlaintextSealedPrimal = []string{
+	"the global model w and, each round, the sum of the participants' shares of its change (opened by one participant)",
 	"each round, per reporting holder, sums of loss, dual term and correct predictions over its sample groups",
 	"once, per sample group and holder, the squared norm of the block's mean row and its centered variance",
 	"sample pseudonyms (keyed hashes of record ids), counts, feature indexes, timings",
@@ -188,6 +205,10 @@ func (f *federation) serverView() (*ServerView, error) {
 	} else {
 		v.Note = "Dual values, their updates, inner products and squared norms reach the server only as BGV ciphertexts; the key derives from the federation secret, which the server never receives."
 	}
+	if f.coord.Config().SealPrimal {
+		v.Note += " Sealed primal: every participant's hat_w_k and its changes arrive sealed too; the server holds only their sum, w, which a participant opens for it."
+		v.AlsoPlaintext = alsoPlaintextSealedPrimal
+	}
 	started := f.coord.Started()
 	if w := f.coord.W(); started && w != nil {
 		v.W = plainView("global model w", w, nil)
@@ -238,6 +259,10 @@ func (f *federation) serverView() (*ServerView, error) {
 			if hw := f.coord.HatW(k); hw != nil {
 				p.HatW = plainView("primal contribution hat_w_k (on its features)", hw, held.Clients[k].Features)
 			}
+			if dw, r := f.coord.LastChange(k); dw != nil {
+				p.Change = plainView(fmt.Sprintf("change of hat_w_k received in round %d: dw_k = X_k^T d, a combination of the %d sample(s) per group the round moved", r, f.coord.Config().Inner), dw, held.Clients[k].Features)
+			}
+			p.PrimalSealed = f.coord.Config().SealPrimal
 		}
 		v.Participants = append(v.Participants, p)
 	}

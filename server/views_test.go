@@ -159,17 +159,18 @@ process.stdout.write(JSON.stringify(out));
 // and the layout the view assumes against the slots the participants got.
 func TestViews(t *testing.T) {
 	for _, scheme := range []string{"bgv", "plaintext"} {
-		t.Run(scheme, func(t *testing.T) { testViews(t, scheme) })
+		t.Run(scheme, func(t *testing.T) { testViews(t, scheme, false) })
 	}
+	t.Run("bgv sealed primal", func(t *testing.T) { testViews(t, "bgv", true) })
 }
 
-func testViews(t *testing.T, scheme string) {
+func testViews(t *testing.T, scheme string, sealPrimal bool) {
 	p := smallData(t)
 	ts := startServer(t, t.TempDir())
 	sec := secret.FromSeed(5)
 	const rounds = 12
 	l, fed := ts.create(t, CreateRequest{Name: "views " + scheme, Lambda: 1e-2, Rounds: rounds, IIC: 0.2, Seed: 5,
-		MinParticipants: len(p.Blocks), NumFeatures: p.Data.M()}, sec, scheme)
+		MinParticipants: len(p.Blocks), NumFeatures: p.Data.M(), SealPrimal: sealPrimal}, sec, scheme)
 
 	for _, path := range []string{"/model", "/server-view"} {
 		if code := ts.call(t, "GET", "/api/federations/nosuch"+path, "", nil, &apiError{}); code != 404 {
@@ -279,9 +280,20 @@ func testViews(t *testing.T, scheme string) {
 			pv.Norms == nil || pv.Norms.Ciphertexts != 1 || pv.RoundAggregates == nil || pv.RoundAggregates.Bytes <= 0 {
 			t.Errorf("%s: sealed %+v %+v %+v", pv.Name, pv.Dual, pv.Norms, pv.RoundAggregates)
 		}
-		if pv.HatW == nil || pv.HatW.Count != len(b.Features) || len(pv.HatW.Features) != len(b.Features) {
+		if sealPrimal {
+			// The server holds no participant's primal contribution or
+			// change of one: only their sum, w.
+			if pv.HatW != nil || pv.Change != nil || !pv.PrimalSealed {
+				t.Errorf("%s under sealed primal: hat_w %+v, change %+v, sealed %v", pv.Name, pv.HatW, pv.Change, pv.PrimalSealed)
+			}
+		} else if pv.Change == nil || pv.Change.Count != len(b.Features) || pv.PrimalSealed {
+			t.Errorf("%s: the last plaintext change of hat_w is %+v (sealed %v)", pv.Name, pv.Change, pv.PrimalSealed)
+		}
+		switch {
+		case sealPrimal:
+		case pv.HatW == nil || pv.HatW.Count != len(b.Features) || len(pv.HatW.Features) != len(b.Features):
 			t.Errorf("%s: hat_w %+v", pv.Name, pv.HatW)
-		} else {
+		default:
 			for j, fi := range pv.HatW.Features {
 				if fi != b.Features[j] {
 					t.Errorf("%s: hat_w feature %d is %d, block's %d", pv.Name, j, fi, b.Features[j])
@@ -303,12 +315,14 @@ func testViews(t *testing.T, scheme string) {
 			}
 		}
 		// Dual values are fixed point, a multiple of 2^-28: none may
-		// appear among the numbers of the view other than w and hat_w.
+		// appear among the numbers of the view other than w, hat_w and
+		// its change.
 		var stripped map[string]any
 		json.Unmarshal(raw, &stripped)
 		delete(stripped, "w")
 		for _, pv := range stripped["participants"].([]any) {
 			delete(pv.(map[string]any), "hat_w")
+			delete(pv.(map[string]any), "change")
 		}
 		if n := countFloats(stripped); n != 0 {
 			t.Fatalf("%d non-integer numbers in the sealed part of the view", n)

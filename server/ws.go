@@ -105,6 +105,7 @@ func (c *conn) writeLoop() {
 				if h := c.f.srv.opt.Sent; h != nil && c.client >= 0 {
 					h(c.f.meta.ID, c.client, frame) // before the write: a reply cannot be seen first
 				}
+				c.f.attack.observe(false, c.client, &m) // the message just encoded: no second decode
 				c.ws.SetWriteDeadline(time.Now().Add(writeWait))
 				if err := c.ws.WriteMessage(websocket.BinaryMessage, frame); err != nil {
 					return
@@ -186,6 +187,8 @@ func (c *conn) serve(invite, session string) {
 			c.f.refuseFrame(c, derr)
 			continue
 		}
+		// Before the coordinator: it adds received chunks up in place.
+		c.f.attack.observe(true, c.client, &m)
 		c.f.receive(c, m, len(frame))
 	}
 }

@@ -29,6 +29,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	spec := fs.String("partition", "quadrants:125", "partition (quadrants:125 is 500 participants)")
 	rounds := fs.Int("rounds", 3, "rounds to time")
 	plain := fs.Bool("plaintext", false, "seal nothing")
+	sealPrimal := fs.Bool("seal-primal", false, "seal the primal contributions too")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -51,7 +52,8 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	req := server.CreateRequest{Name: "bench", Lambda: 1e-3, Rounds: *rounds, IIC: 0.2, Seed: 1,
-		MinParticipants: len(p.Blocks), Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(10 * time.Minute)}
+		MinParticipants: len(p.Blocks), Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(10 * time.Minute),
+		SealPrimal: *sealPrimal}
 	if *plain {
 		req.Scheme = "plaintext"
 	}
@@ -98,7 +100,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		sort.Float64s(v)
 		return v[len(v)/2]
 	}
-	fmt.Fprintf(stdout, "participants %d  scheme %s  rounds %d\n", len(blocks), st.Config.Scheme, *rounds)
+	fmt.Fprintf(stdout, "participants %d  scheme %s  sealed primal %v  rounds %d\n", len(blocks), st.Config.Scheme, st.Config.SealPrimal, *rounds)
 	fmt.Fprintf(stdout, "registration (sequential) %.1fs, setup + round 0 + %d rounds %.1fs in all\n",
 		registered.Sub(t0).Seconds(), *rounds, (total - registered.Sub(t0)).Seconds())
 	fmt.Fprintf(stdout, "seconds per round (median of rounds 1-%d): %.3f\n", *rounds, med(func(r protocol.RoundMetrics) float64 {

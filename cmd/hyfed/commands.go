@@ -57,6 +57,7 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.Int64Var(&o.Seed, "seed", 1, "seed of participation draws, picks and the experiment's secret")
 	fs.Float64Var(&o.PStar, "pstar", 0, "centralized optimum P* (default: computed with the central solver)")
 	fs.StringVar(&o.Metrics, "metrics", "", "write one CSV row per round to this file")
+	fs.BoolVar(&o.SealPrimal, "seal-primal", false, "seal the primal contributions too (hat_w_k and its changes): the server sees only their sum")
 	fs.BoolVar(&o.Plaintext, "plaintext", false, "seal nothing: dual values and inner products travel in plaintext (for comparison; the default encrypts with BGV)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	var bf baselineFlags

@@ -69,8 +69,9 @@ func TestDemoBlocksAndFill(t *testing.T) {
 	}
 	json.NewDecoder(resp0.Body).Decode(&ist)
 	resp0.Body.Close()
-	if !ist.Insecure || ist.Config.Scheme != "plaintext" || !ist.Demo || ist.Config.PStar <= 0 {
-		t.Fatalf("insecure demo status: insecure %v scheme %q demo %v pstar %v", ist.Insecure, ist.Config.Scheme, ist.Demo, ist.Config.PStar)
+	if !ist.Insecure || ist.Config.Scheme != "plaintext" || !ist.Demo || ist.Config.PStar <= 0 || !ist.Curious {
+		t.Fatalf("insecure demo status: insecure %v scheme %q demo %v pstar %v curious %v (--demo turns the curious server on)",
+			ist.Insecure, ist.Config.Scheme, ist.Demo, ist.Config.PStar, ist.Curious)
 	}
 	var list []server.DemoBlock
 	if err := json.Unmarshal(get("/demo-blocks"), &list); err != nil || len(list) != 4 {

@@ -53,6 +53,7 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.timeout, "round-timeout", time.Minute, "a phase that waits longer for replies goes on with whoever answered")
 	fs.IntVar(&r.NumFeatures, "num-features", 0, "feature count every block must have (0: whatever the first participant has)")
 	fs.Float64Var(&r.PStar, "pstar", 0, "the known optimum P* (hyfed central on pooled data, for experiments): the pages then plot the relative loss")
+	fs.BoolVar(&r.SealPrimal, "seal-primal", false, "seal the primal contributions too: participants seal hat_w_k and its changes per feature, the server adds the ciphertexts and a participant opens only the sum (w)")
 	fs.BoolVar(&f.plain, "plaintext", false, "seal nothing (demonstration only: the server then sees dual values and inner products; refused unless the server runs with --insecure-demo)")
 }
 
@@ -63,6 +64,13 @@ func (f *fedFlags) request() server.CreateRequest {
 		r.Scheme = "plaintext"
 	}
 	return r
+}
+
+// flagSet reports whether the command line set the named flag.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func joinLink(base string, resp *server.CreateResponse, sec secret.Secret, plaintext bool) string {
@@ -87,9 +95,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	demoRounds := fs.Int("demo-rounds", 300, "rounds of the demo federation")
 	demoPart := fs.String("demo-partition", "quadrants:2", "partition of the demo's MNIST data (one seat per block)")
 	insecure := fs.Bool("insecure-demo", false, "admit federations WITHOUT encryption (the server then reads dual values and inner products), to demonstrate what encryption prevents; with --demo, an insecure demo federation beside the encrypted one. Never for real data")
+	curious := fs.Bool("curious", false, "run the curious-server demonstration: the server attacks what it receives (it solves the inner products it can read for participants' rows, every few seconds), the dashboard shows its progress and each participant's privacy view its reconstruction of that participant's rows; under encryption it reads nothing. Costs memory of the order of the data. Default: on with --demo (--curious=false turns it off)")
+	demoSeal := fs.Bool("demo-seal-primal", false, "the demo federations seal the primal contributions too (as hyfed create --seal-primal): the privacy view then shows no participant's hat_w_k or its change")
 	verbose := fs.Bool("v", false, "log every connection and round")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *demo && !flagSet(fs, "curious") {
+		*curious = true // the demo is there to show what the server could learn
 	}
 	if (*cert == "") != (*key == "") {
 		return errors.New("--tls-cert and --tls-key go together")
@@ -104,6 +117,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *origins != "" {
 		opt.AllowedOrigins = strings.Split(*origins, ",")
 	}
+	opt.Curious = *curious
 	if *insecure {
 		opt.InsecureDemo = true
 		fmt.Fprintln(stderr, "WARNING: --insecure-demo: this server admits federations without encryption; use them with demo data only")
@@ -169,7 +183,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			req := server.CreateRequest{Name: "demo: MNIST, " + *demoPart, Demo: true, Lambda: 1e-3,
 				Rounds: *demoRounds, IIC: 0.2, MinParticipants: len(demoData.Blocks), NumFeatures: demoData.Data.M(),
-				Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute), PStar: demoPStar}
+				Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute), PStar: demoPStar, SealPrimal: *demoSeal}
 			prefix := ""
 			if plain {
 				req.Name, req.Scheme, prefix = "INSECURE demo (no encryption): MNIST, "+*demoPart, "plaintext", "insecure "

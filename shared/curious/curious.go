@@ -50,6 +50,7 @@ type view struct {
 	heldout    []bool
 	features   []int
 	slots      []int // layout slot of each sample, from the last setup sent
+	lambdaN    float64
 
 	// The vector of the last trial or full weights message, waiting for
 	// the client's inner products.
@@ -64,7 +65,20 @@ type view struct {
 	dualRound int
 	dualPairs []pair // (alpha or d over the samples, hat_w or dw)
 
+	// changes are the plaintext shares dw_k of the round's direction a
+	// client sent (without SealPrimal): X_k^T d, a combination of the few
+	// samples the round moved, readable with no dual value at all.
+	changes []Change
+
 	unreadable int // sealed vectors the opener refused
+}
+
+// Change is one round's plaintext change of a client's primal contribution
+// as the server received it: dw_k = sum_n d_n x_{k,n} on the client's
+// features (in the order of its hello), over the samples the round moved.
+type Change struct {
+	Round int
+	DW    []float64
 }
 
 // pair is one round's observation: a known vector and the client's answer.
@@ -128,6 +142,7 @@ func (o *Observer) sent(v *view, m *protocol.Message) {
 	case protocol.KindSetup:
 		if m.Setup != nil {
 			v.slots = append([]int(nil), m.Setup.Slots...)
+			v.lambdaN = m.Setup.Config.Lambda * float64(m.Setup.NumTrain)
 		}
 	case protocol.KindTrial:
 		// The client answers with x_{k,n}.u for the round's direction u.
@@ -171,8 +186,21 @@ func (o *Observer) received(v *view, m *protocol.Message) {
 		want, out := protocol.KindRefresh, m.HatW
 		if m.Kind == protocol.KindDirPart {
 			want, out = protocol.KindDirection, m.DW
+			if len(m.DW) > 0 && !allZero(m.DW) {
+				v.changes = append(v.changes, Change{Round: m.Round, DW: append([]float64(nil), m.DW...)})
+			}
 		}
-		if in == nil || kind != want || v.dualRound != m.Round || allZero(in) {
+		if len(out) == 0 && len(m.Sealed) > 0 {
+			// Sealed primal (SealPrimal): the client's share divided by
+			// lambda N, per feature, which the setup made public.
+			if out = o.openFeatures(v, m.Sealed); out == nil {
+				return
+			}
+			for j := range out {
+				out[j] *= v.lambdaN
+			}
+		}
+		if in == nil || kind != want || v.dualRound != m.Round || allZero(in) || len(out) == 0 {
 			return
 		}
 		v.dualPairs = append(v.dualPairs, pair{round: m.Round, in: in, out: append([]float64(nil), out...)})
@@ -193,6 +221,20 @@ func (o *Observer) open(v *view, s seal.Vec) []float64 {
 	return vals
 }
 
+// openFeatures reads a sealed vector in the feature layout at the client's
+// features; nil if it cannot.
+func (o *Observer) openFeatures(v *view, s seal.Vec) []float64 {
+	if v.features == nil {
+		return nil
+	}
+	vals, err := seal.OpenSlots(o.opener, s, v.features)
+	if err != nil {
+		v.unreadable++
+		return nil
+	}
+	return vals
+}
+
 func allZero(xs []float64) bool {
 	for _, x := range xs {
 		if x != 0 {
@@ -200,6 +242,17 @@ func allZero(xs []float64) bool {
 		}
 	}
 	return true
+}
+
+// Changes returns the plaintext changes of client k's primal contribution
+// the server received, oldest first (none under SealPrimal).
+func (o *Observer) Changes(client int) []Change {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if v := o.clients[client]; v != nil {
+		return append([]Change(nil), v.changes...)
+	}
+	return nil
 }
 
 // Clients returns the clients seen, ascending.

@@ -1,4 +1,4 @@
-package curious
+package curious_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hyfed/hyfed/server"
+	"github.com/hyfed/hyfed/shared/curious"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/secret"
 	"github.com/hyfed/hyfed/shared/session"
@@ -19,9 +20,9 @@ import (
 // federation it recovers client 0's training rows; under BGV the same
 // frames give it nothing.
 func TestAttackOnServerFrames(t *testing.T) {
-	o := mnistOptions(200, true)
+	o := curious.MNISTOptions(200, true)
 	o.Loss = "logistic"
-	p := prepareMNIST(t, o)
+	p := curious.PrepareMNIST(t, o)
 	blocks := make([]*partition.Block, len(p.Blocks))
 	for i := range p.Blocks {
 		blocks[i] = &p.Blocks[i]
@@ -30,7 +31,7 @@ func TestAttackOnServerFrames(t *testing.T) {
 		scheme string
 		rounds int
 	}{{"plaintext", 200}, {"bgv", 20}} {
-		obs := NewObserver(c.scheme)
+		obs := curious.NewObserver(c.scheme)
 		var mu sync.Mutex
 		var frameErr error
 		hook := func(toServer bool) func(string, int, []byte) {
@@ -77,7 +78,7 @@ func TestAttackOnServerFrames(t *testing.T) {
 			t.Fatalf("a frame the server handled did not decode: %v", frameErr)
 		}
 		mu.Unlock()
-		_, train := errorsAt(t, obs, &p.Blocks[0], false, []int{c.rounds})
+		_, train := curious.ErrorsAt(t, obs, &p.Blocks[0], false, []int{c.rounds})
 		switch {
 		case c.scheme == "plaintext" && train[0] >= 1e-3:
 			t.Errorf("insecure: training rows recovered to %.3g from the server's frames, want < 1e-3", train[0])

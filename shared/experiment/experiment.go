@@ -44,6 +44,8 @@ type Options struct {
 	// Plaintext runs without encryption (seal.Plaintext) for comparison;
 	// the default seals with BGV.
 	Plaintext bool
+	// SealPrimal seals the primal contributions too (protocol.Config).
+	SealPrimal bool
 
 	PStar   float64 // centralized optimum; 0 means compute it
 	Metrics string  // CSV file, one row per round ("" = none)
@@ -65,6 +67,7 @@ type Summary struct {
 	Clients       int                `json:"clients"`
 	Step          string             `json:"step"`
 	Scheme        string             `json:"scheme"`
+	SealPrimal    bool               `json:"seal_primal,omitempty"`
 	Loss          string             `json:"loss"`
 	Lambda        float64            `json:"lambda"`
 	Fraction      float64            `json:"fraction"`
@@ -181,7 +184,7 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 		progress(o.Progress, "central: P* = %.9g (relative gap %.2g, %d epochs, %.1fs)\n", r.Primal, r.RelativeGap, r.Epochs, r.Seconds)
 	}
 	cfg := protocol.Config{Lambda: o.Lambda, Loss: l.Name(), Step: o.Step, Search: o.Search, Estimate: o.Estimate, Inner: inner, Gamma: o.Gamma,
-		Fraction: o.Fraction, Rounds: o.Rounds, Seed: uint64(o.Seed), Clients: clients}
+		Fraction: o.Fraction, Rounds: o.Rounds, Seed: uint64(o.Seed), Clients: clients, SealPrimal: o.SealPrimal}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -194,7 +197,7 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 	if err != nil {
 		return nil, err
 	}
-	s.Scheme = scheme.Name()
+	s.Scheme, s.SealPrimal = scheme.Name(), o.SealPrimal
 	coord, err := protocol.NewCoordinator(cfg, scheme)
 	if err != nil {
 		return nil, err

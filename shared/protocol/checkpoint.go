@@ -51,6 +51,8 @@ type roundState struct {
 	Alpha       []byte
 	W           []float64
 	HatW        [][]float64
+	SealedW     [][]byte // SealPrimal, paper rule: each client's sealed share of w
+	WStale      bool
 	History     []RoundMetrics
 	RNG         []byte
 	Finished    bool
@@ -94,7 +96,15 @@ func (c *Coordinator) checkpoint() *Checkpoint {
 	}
 	for _, cs := range c.clients {
 		rs.HatW = append(rs.HatW, cs.hatW)
+		var b []byte
+		if cs.sealedW != nil {
+			if b, err = seal.MarshalVec(c.scheme, cs.sealedW); err != nil {
+				panic(fmt.Sprintf("checkpoint: sealed share of w: %v", err))
+			}
+		}
+		rs.SealedW = append(rs.SealedW, b)
 	}
+	rs.WStale = c.wStale
 	if rs.RNG, err = c.pcg.MarshalBinary(); err != nil {
 		panic(fmt.Sprintf("checkpoint: draws: %v", err))
 	}
@@ -165,11 +175,19 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 		if cs.hello == nil {
 			continue
 		}
+		cs.stale, cs.returned = true, true
+		if c.cfg.SealPrimal {
+			if k < len(rs.SealedW) && len(rs.SealedW[k]) > 0 {
+				if cs.sealedW, err = seal.UnmarshalVec(scheme, rs.SealedW[k], c.numFeatures/scheme.ChunkLen()+1); err != nil {
+					return nil, fmt.Errorf("restore: client %d: sealed share of w: %w", k, err)
+				}
+			}
+			continue
+		}
 		if len(rs.HatW[k]) != len(cs.features) {
 			return nil, fmt.Errorf("restore: client %d: %d primal values for %d features", k, len(rs.HatW[k]), len(cs.features))
 		}
 		cs.hatW = rs.HatW[k]
-		cs.stale, cs.returned = true, true
 	}
 	if err := c.pcg.UnmarshalBinary(rs.RNG); err != nil {
 		return nil, fmt.Errorf("restore: draws: %w", err)
@@ -177,7 +195,7 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 	c.rng = rand.New(c.pcg)
 	c.round, c.history, c.started = rs.Round, rs.History, true
 	c.cur = RoundMetrics{Seconds: map[string]float64{}}
-	c.needFullIP = true
+	c.needFullIP, c.wStale = true, rs.WStale
 	c.setupBlob, c.setupDigest = setup, rs.SetupDigest
 	if rs.Finished {
 		c.finished = true

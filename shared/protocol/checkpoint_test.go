@@ -1,8 +1,6 @@
 package protocol
 
 import (
-	"context"
-	"errors"
 	"math"
 	"testing"
 
@@ -22,21 +20,7 @@ func TestRestoreFinishesAtTheSameOptimum(t *testing.T) {
 			cfg := Config{Lambda: 1e-2, Inner: 25, Fraction: 0.7, Rounds: 200, Seed: 5}
 			whole := newFedScheme(t, blocks, cfg, scheme).run(t)
 
-			f := newFedScheme(t, blocks, cfg, scheme)
-			f.coord.EnableCheckpoints()
-			var last *Checkpoint
-			ctx, cancel := context.WithCancel(context.Background())
-			f.mem.Hook = func() {
-				if cp := f.coord.TakeCheckpoint(); cp != nil {
-					last = cp
-				}
-				if f.coord.Round() == 31 && f.coord.Phase() == PhaseDirection {
-					cancel() // the server dies mid-round
-				}
-			}
-			if err := Serve(ctx, f.coord, f.mem, nil); !errors.Is(err, context.Canceled) {
-				t.Fatalf("interrupted run: %v", err)
-			}
+			last := crashAt(t, newFedScheme(t, blocks, cfg, scheme), 31, PhaseDirection) // the server dies mid-round
 			if last == nil || last.Round != 30 {
 				t.Fatalf("last checkpoint %+v, want round 30", last)
 			}

@@ -70,6 +70,12 @@ type Config struct {
 	// federation waits at the round boundary instead of spending rounds
 	// on nobody.
 	Quorum float64
+	// SealPrimal seals the primal side too (papers/000 leaves it in
+	// plaintext): participants seal their contributions to w and to the
+	// round's direction per feature, the server adds the ciphertexts and
+	// one participant opens only the aggregate (KindOpen). No single
+	// participant's hat_w_k or its change then reaches the server.
+	SealPrimal bool `json:",omitempty"`
 }
 
 // Validate checks the configuration and fills defaults.

@@ -26,10 +26,11 @@ const (
 	PhaseIP        = "ip"
 	PhaseMetrics   = "metrics"
 	PhaseApply     = "apply"
+	PhaseOpen      = "open" // SealPrimal: a participant opens an aggregate
 )
 
 // Phases lists the round phases in order.
-var Phases = []string{PhaseRefresh, PhaseStep, PhaseDirection, PhaseIP, PhaseMetrics, PhaseApply}
+var Phases = []string{PhaseRefresh, PhaseStep, PhaseDirection, PhaseOpen, PhaseIP, PhaseMetrics, PhaseApply}
 
 // RoundMetrics is what the coordinator records after every round.
 type RoundMetrics struct {
@@ -49,17 +50,25 @@ type RoundMetrics struct {
 }
 
 type clientState struct {
-	hello       *Message
-	connected   bool
-	ready       bool // set up, norms delivered
-	stale       bool // its hat_w may not match the dual values: refresh before its next step
-	returned    bool // came back and holds no dual values yet: refresh before anything
-	slots       []int
-	chunks      map[int]bool // layout chunks holding the client's samples
-	groups      []int        // global group indexes, in the order of its Setup.GroupKeys
-	localGroup  map[int]int
-	features    []int
-	hatW        []float64
+	hello      *Message
+	connected  bool
+	ready      bool // set up, norms delivered
+	stale      bool // its hat_w may not match the dual values: refresh before its next step
+	returned   bool // came back and holds no dual values yet: refresh before anything
+	slots      []int
+	chunks     map[int]bool // layout chunks holding the client's samples
+	groups     []int        // global group indexes, in the order of its Setup.GroupKeys
+	localGroup map[int]int
+	features   []int
+	hatW       []float64 // nil under SealPrimal
+	// sealedW is the client's last sealed share of w, hat_w_k/(lambda N)
+	// per feature (SealPrimal under the paper rule, whose refreshes
+	// replace it).
+	sealedW seal.Vec
+	// lastDW is the last plaintext share of a direction the client sent
+	// (not under SealPrimal), for the privacy view: the leak it is.
+	lastDW      []float64
+	lastDWRound int
 	activeRound bool
 }
 
@@ -118,10 +127,13 @@ type Coordinator struct {
 	direction  seal.Vec
 	dirDW      map[int][]float64 // each holder's share of dw
 	needFullIP bool
-	phaseGrid  []float64 // the candidate steps being priced (nil: just metrics)
-	aborted    bool
-	missing    bool
-	ipSum      seal.Vec
+	// wStale: under SealPrimal an opening of w failed (no opener was
+	// left); w is opened again before the next step.
+	wStale    bool
+	phaseGrid []float64 // the candidate steps being priced (nil: just metrics)
+	aborted   bool
+	missing   bool
+	ipSum     seal.Vec
 
 	holdStart bool // StartNow starts, not the Clients-th registration
 	aligned   bool // the participants are fixed
@@ -169,6 +181,17 @@ func (c *Coordinator) W() []float64 { return c.w }
 
 // HatW returns client k's last primal contribution (on its features).
 func (c *Coordinator) HatW(k int) []float64 { return c.clients[k].hatW }
+
+// LastChange returns the last plaintext change of client k's primal
+// contribution the coordinator received, dw_k = X_k^T d on its features,
+// and its round; nil under SealPrimal (and before any). The coordinator's
+// own slice: read it under the lock that guards the coordinator.
+func (c *Coordinator) LastChange(k int) ([]float64, int) {
+	if k < 0 || k >= len(c.clients) {
+		return nil, 0
+	}
+	return c.clients[k].lastDW, c.clients[k].lastDWRound
+}
 
 // Scheme returns the sealing scheme.
 func (c *Coordinator) Scheme() seal.Scheme { return c.scheme }
@@ -530,7 +553,10 @@ func (c *Coordinator) align() error {
 			}
 		}
 		cs.features = h.Features
-		cs.hatW = make([]float64, len(h.Features))
+		cs.hatW, cs.sealedW = nil, nil
+		if !c.cfg.SealPrimal {
+			cs.hatW = make([]float64, len(h.Features))
+		}
 	}
 	c.w = make([]float64, c.numFeatures)
 	c.alpha = seal.Vec{}
@@ -709,6 +735,23 @@ func (c *Coordinator) check(k int, m Message) error {
 		return nil
 	}
 	switch m.Kind {
+	case KindPrimal, KindDirPart:
+		if c.cfg.SealPrimal {
+			if len(m.HatW) != 0 || len(m.DW) != 0 {
+				return fmt.Errorf("%s: plaintext primal values under sealed primal", m.Kind)
+			}
+			if err := finite("DConj", m.DConj); err != nil {
+				return err
+			}
+			return c.checkFeatureChunks(k, m)
+		}
+	}
+	switch m.Kind {
+	case KindOpened:
+		if len(m.W) != c.numFeatures {
+			return fmt.Errorf("opened: %d values for %d features", len(m.W), c.numFeatures)
+		}
+		return finite("W", m.W...)
 	case KindPrimal:
 		if len(m.HatW) != len(cs.features) {
 			return fmt.Errorf("primal: %d values for %d features", len(m.HatW), len(cs.features))
@@ -755,6 +798,22 @@ func (c *Coordinator) check(k int, m Message) error {
 	for ci := range m.Sealed {
 		if !cs.chunks[ci] {
 			return fmt.Errorf("%s: sealed chunk %d holds none of the client's samples", m.Kind, ci)
+		}
+	}
+	return nil
+}
+
+// checkFeatureChunks checks that a sealed primal vector (feature layout)
+// has chunks only where the client has features.
+func (c *Coordinator) checkFeatureChunks(k int, m Message) error {
+	cl := c.scheme.ChunkLen()
+	has := map[int]bool{}
+	for _, f := range c.clients[k].features {
+		has[f/cl] = true
+	}
+	for ci := range m.Sealed {
+		if !has[ci] {
+			return fmt.Errorf("%s: sealed chunk %d holds none of the client's features", m.Kind, ci)
 		}
 	}
 	return nil

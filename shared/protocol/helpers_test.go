@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -142,4 +143,30 @@ func sum(v []float64) float64 {
 		s += x
 	}
 	return s
+}
+
+// crashAt runs f with checkpoints until round r reaches phase, where the
+// server "dies" (its context is cancelled), and returns the last
+// checkpoint taken.
+func crashAt(t *testing.T, f *fed, r int, phase string) *Checkpoint {
+	t.Helper()
+	f.coord.EnableCheckpoints()
+	var last *Checkpoint
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.mem.Hook = func() {
+		if cp := f.coord.TakeCheckpoint(); cp != nil {
+			last = cp
+		}
+		if f.coord.Round() == r && f.coord.Phase() == phase {
+			cancel()
+		}
+	}
+	if err := Serve(ctx, f.coord, f.mem, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if last == nil {
+		t.Fatal("no checkpoint was taken")
+	}
+	return last
 }

@@ -25,6 +25,7 @@ const (
 	KindApply     Kind = "apply"      // seal gamma times the direction for the reported groups
 	KindDone      Kind = "done"       // training finished
 	KindError     Kind = "error"      // a typed error for the receiver
+	KindOpen      Kind = "open"       // open this aggregate of sealed primal vectors (SealPrimal)
 	KindHello     Kind = "hello"      // participant registers its block
 	KindNormsPart Kind = "norms-part" // sealed squared norms of the block's rows
 	KindPrimal    Kind = "primal"     // hat_w_k
@@ -34,6 +35,7 @@ const (
 	KindMetrics   Kind = "metrics"    // loss and accuracy sums of labelled samples
 	KindApplied   Kind = "applied"    // sealed dual update gamma*d of the reported groups
 	KindWelcome   Kind = "welcome"    // the server accepted a hello: the session token and the participant's name
+	KindOpened    Kind = "opened"     // the opened aggregate, on every feature (SealPrimal)
 )
 
 // Error codes of KindError messages: what a sender did wrong, for programs
@@ -83,7 +85,7 @@ type Message struct {
 	// change, loss, accuracy) this client reports: one holder per group.
 	Report []int
 
-	// weights
+	// weights; opened: the aggregate on every feature
 	Gamma   float64
 	Applied bool // the round's direction was applied with Gamma
 	Full    bool // weights: recompute and send every inner product
@@ -91,7 +93,9 @@ type Message struct {
 	// ip: candidate steps to price (nil: the values are x_n.w themselves)
 	Grid []float64
 
-	// primal, dir-part
+	// primal, dir-part (empty under SealPrimal: Sealed then holds them per
+	// feature, divided by lambda N, that is the client's share of w and of
+	// the round's primal direction u)
 	HatW  []float64 // on the client's features, unscaled sum_n a_n x_{k,n}
 	DW    []float64 // on the client's features, unscaled sum_n d_n x_{k,n}
 	DConj float64   // sum over labelled training samples of the conjugate change

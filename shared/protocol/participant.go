@@ -116,6 +116,8 @@ func (p *Participant) Handle(m Message) ([]Message, error) {
 		return p.onTrial(m)
 	case KindApply:
 		return p.onApply(m)
+	case KindOpen:
+		return p.onOpen(m)
 	case KindDone:
 		return nil, nil
 	case KindError:
@@ -248,7 +250,46 @@ func (p *Participant) onRefresh(m Message) ([]Message, error) {
 		}
 	}
 	p.alpha, p.pending = a, nil
-	return []Message{{Kind: KindPrimal, Round: m.Round, HatW: p.primal()}}, nil
+	cfg := p.setup.Config
+	switch {
+	case !cfg.SealPrimal:
+		return []Message{{Kind: KindPrimal, Round: m.Round, HatW: p.primal()}}, nil
+	case cfg.Step == StepHyFed:
+		// The server's w already holds this client's share (see the
+		// coordinator's refresh): acknowledge only.
+		return []Message{{Kind: KindPrimal, Round: m.Round}}, nil
+	}
+	v, err := p.sealFeatures(p.primal())
+	if err != nil {
+		return nil, fmt.Errorf("participant: primal: %w", err)
+	}
+	return []Message{{Kind: KindPrimal, Round: m.Round, Sealed: v}}, nil
+}
+
+// sealFeatures seals v/(lambda N), a vector on the block's features, in the
+// feature layout (slot = global feature index): the client's share of w or
+// of the round's direction u, for the server to add up (SealPrimal).
+func (p *Participant) sealFeatures(v []float64) (seal.Vec, error) {
+	s := make([]float64, len(v))
+	for j, x := range v {
+		s[j] = x / p.lambdaN
+	}
+	return seal.SealSlots(p.key, p.block.Features, s)
+}
+
+// onOpen opens an aggregate of sealed primal vectors on every feature and
+// returns it (SealPrimal). The server asks for sums only; what it gets back
+// is w or the round's direction u, both of which it holds anyway.
+func (p *Participant) onOpen(m Message) ([]Message, error) {
+	slots := make([]int, p.block.NumFeatures)
+	for i := range slots {
+		slots[i] = i
+	}
+	vals, err := seal.OpenSlots(p.key, m.Sealed, slots)
+	if err != nil {
+		return nil, fmt.Errorf("participant: open: %w", err)
+	}
+	return []Message{{Kind: KindOpened, Round: m.Round, W: vals}}, nil
 }
 
 func (p *Participant) onStep(m Message) ([]Message, error) {
@@ -364,6 +405,13 @@ func (p *Participant) onDirection(m Message) ([]Message, error) {
 		}
 	}
 	p.pending = d
+	if p.setup.Config.SealPrimal {
+		v, err := p.sealFeatures(dw)
+		if err != nil {
+			return nil, fmt.Errorf("participant: direction: %w", err)
+		}
+		return []Message{{Kind: KindDirPart, Round: m.Round, Sealed: v, DConj: dconj}}, nil
+	}
 	return []Message{{Kind: KindDirPart, Round: m.Round, DW: dw, DConj: dconj}}, nil
 }
 

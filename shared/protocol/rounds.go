@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"fmt"
 	"math"
 	"sort"
 
@@ -91,11 +92,80 @@ func (c *Coordinator) refreshPhase(targets []int, then func()) {
 	}
 	c.await(PhaseRefresh, KindPrimal, targets, func(p *phaseState) {
 		for k, m := range p.replies {
-			c.clients[k].hatW = m.HatW
+			if c.cfg.SealPrimal {
+				c.clients[k].sealedW = m.Sealed
+			} else {
+				c.clients[k].hatW = m.HatW
+			}
 			c.clients[k].stale, c.clients[k].returned = false, false
 		}
-		c.recomputeW()
+		switch {
+		case !c.cfg.SealPrimal:
+			c.recomputeW()
+		case c.cfg.Step == StepHyFed:
+			// The default rule keeps w = sum_k hat_w_k/(lambda N) by
+			// applying each round's opened direction; a returning
+			// client's fresh hat_w_k differs from its share of w only by
+			// the rounding of its dual values (a resync, sent sealed
+			// nowhere: the reply is an acknowledgement).
+		default:
+			c.openW(then)
+			return
+		}
 		then()
+	})
+}
+
+// openW sets w from the clients' sealed shares (SealPrimal, paper rule):
+// their sum is opened by a participant. If nobody is left to open it, w
+// stays as it was and is opened before the next step.
+func (c *Coordinator) openW(then func()) {
+	sum := seal.Vec{}
+	for k, cs := range c.clients {
+		if cs.sealedW == nil {
+			continue
+		}
+		if err := seal.AddInto(c.scheme, sum, cs.sealedW); err != nil {
+			c.fail(fmt.Errorf("client %d's share of w: %w", k, err))
+			return
+		}
+	}
+	c.openPhase(sum, map[int]bool{}, func(w []float64) {
+		copy(c.w, w)
+		c.wStale = false
+		then()
+	}, func() {
+		c.wStale = true
+		then()
+	})
+}
+
+// openPhase has one participant open an aggregate of sealed primal vectors
+// (feature layout) and return it. The opener rotates with the round so that
+// the work spreads; if it leaves, the next one is asked; with nobody left,
+// fail runs.
+func (c *Coordinator) openPhase(sum seal.Vec, tried map[int]bool, done func(vals []float64), fail func()) {
+	el := c.eligible()
+	opener := -1
+	for i := range el {
+		if k := el[(c.round+i)%len(el)]; !tried[k] {
+			opener = k
+			break
+		}
+	}
+	if opener < 0 {
+		fail()
+		return
+	}
+	tried[opener] = true
+	c.send(opener, Message{Kind: KindOpen, Round: c.round, Sealed: sum})
+	c.await(PhaseOpen, KindOpened, []int{opener}, func(p *phaseState) {
+		m, ok := p.replies[opener]
+		if !ok {
+			c.openPhase(sum, tried, done, fail)
+			return
+		}
+		done(m.W)
 	})
 }
 
@@ -212,7 +282,34 @@ func (c *Coordinator) hyfedStep() {
 				c.trialPhase(nil, 0)
 				return
 			}
-			c.lineSearch(targets, p.replies)
+			dconj := 0.0
+			for _, k := range targets {
+				dconj += p.replies[k].DConj
+			}
+			if !c.cfg.SealPrimal {
+				c.dirDW = map[int][]float64{}
+				for _, k := range targets {
+					c.dirDW[k] = p.replies[k].DW
+					c.clients[k].lastDW, c.clients[k].lastDWRound = p.replies[k].DW, c.round
+				}
+				c.lineSearch(c.directionOf(targets, p.replies), dconj)
+				return
+			}
+			// Sealed shares of u: add them, have a participant open the
+			// sum; no client's own share is ever seen.
+			parts := make([]seal.Vec, 0, len(targets))
+			for _, k := range targets {
+				parts = append(parts, p.replies[k].Sealed)
+			}
+			sum, err := seal.Sum(c.scheme, parts...)
+			if err != nil {
+				c.fail(err)
+				return
+			}
+			c.dirDW = nil
+			c.openPhase(sum, map[int]bool{}, func(u []float64) {
+				c.lineSearch(u, dconj)
+			}, func() { c.trialPhase(nil, 0) })
 		})
 	})
 }
@@ -243,20 +340,23 @@ func (c *Coordinator) withoutGroupsOf(gone []int) []int {
 	return sortedSet(targets)
 }
 
-// lineSearch computes the round's primal direction u = dw/(lambda N) from
-// the holders' shares and the step gamma* in [0,1] that maximises the dual
-// along the direction, then lets the label holders price candidate steps.
-func (c *Coordinator) lineSearch(targets []int, replies map[int]Message) {
+// directionOf returns the round's primal direction u = dw/(lambda N) from
+// the holders' plaintext shares.
+func (c *Coordinator) directionOf(targets []int, replies map[int]Message) []float64 {
 	lambdaN := c.cfg.Lambda * float64(c.numTrain)
 	u := make([]float64, c.numFeatures)
-	dconj := 0.0
 	for _, k := range targets {
-		m := replies[k]
 		for j, f := range c.clients[k].features {
-			u[f] += m.DW[j] / lambdaN
+			u[f] += replies[k].DW[j] / lambdaN
 		}
-		dconj += m.DConj
 	}
+	return u
+}
+
+// lineSearch takes the round's primal direction u and the summed conjugate
+// change, finds the step gamma* in [0,1] that maximises the dual along the
+// direction, then lets the label holders price candidate steps.
+func (c *Coordinator) lineSearch(u []float64, dconj float64) {
 	wu, uu := 0.0, 0.0
 	for i, v := range u {
 		wu += c.w[i] * v
@@ -269,10 +369,6 @@ func (c *Coordinator) lineSearch(targets []int, replies map[int]Message) {
 		gamma = math.Max(0, math.Min(1, num/(c.cfg.Lambda*uu)))
 	case num > 0:
 		gamma = 1
-	}
-	c.dirDW = map[int][]float64{}
-	for _, k := range targets {
-		c.dirDW[k] = replies[k].DW
 	}
 	c.trialPhase(u, gamma)
 }
@@ -456,6 +552,16 @@ const searchGain = 0.5
 // gamma*delta/|B_n|, the server adds them to the dual values and the active
 // clients send fresh primal contributions; absent ones keep stale ones.
 func (c *Coordinator) paperStep() {
+	if c.wStale {
+		c.openW(func() {
+			if c.wStale {
+				c.ipPhase(true, nil) // still nobody to open w: report and wait
+				return
+			}
+			c.paperStep()
+		})
+		return
+	}
 	var targets []int
 	for _, k := range c.eligible() {
 		if c.clients[k].activeRound {

@@ -45,14 +45,20 @@ type Summary struct {
 // Row is one sample of the block, on its non-zero features (0-based
 // global indexes).
 type Row struct {
+	// Index is the row's place in the block: the order of the hello, in
+	// which the server (and a curious server's reconstruction) knows it.
+	Index    int       `json:"index"`
 	ID       string    `json:"id"`
 	Label    float64   `json:"label"`
+	Heldout  bool      `json:"heldout"`
 	Features []int     `json:"features"`
 	Values   []float64 `json:"values"`
 }
 
-// PreviewRows is how many rows the summary carries.
-const PreviewRows = 8
+// PreviewRows is how many rows the summary carries, the block's first: the
+// join page shows a few, the privacy view puts them beside the curious
+// server's reconstruction of the same rows (server.Options.Curious).
+const PreviewRows = 64
 
 // Load reads a block file (LIBSVM or CSV, as hyfed partition writes them)
 // from the bytes the user picked and summarizes it.
@@ -97,7 +103,7 @@ func summarize(name string, size int, b *partition.Block) *Summary {
 	}
 	for i := 0; i < b.N() && len(s.Preview) < PreviewRows; i++ {
 		idx, val := b.X.Row(i)
-		r := Row{ID: b.IDs[i], Label: b.Y[i], Features: []int{}, Values: []float64{}}
+		r := Row{Index: i, ID: b.IDs[i], Label: b.Y[i], Heldout: b.Heldout[i], Features: []int{}, Values: []float64{}}
 		if idx == nil { // dense: every column
 			for j, v := range val {
 				if v != 0 {

@@ -61,7 +61,10 @@ func TestLoadSummarizes(t *testing.T) {
 		for _, f := range b.Features {
 			own[f] = true
 		}
-		for _, r := range s.Preview {
+		for i, r := range s.Preview {
+			if r.Index != i || r.ID != b.IDs[i] || r.Heldout != b.Heldout[i] {
+				t.Fatalf("csv=%v: preview row %d is %+v; the block's row %d is %s, held out %v", csv, i, r, i, b.IDs[i], b.Heldout[i])
+			}
 			for j, f := range r.Features {
 				if !own[f] || r.Values[j] == 0 {
 					t.Fatalf("csv=%v: preview row %s has feature %d = %v, not one of the block's non-zeros", csv, r.ID, f, r.Values[j])

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hyfed/hyfed/server"
+)
+
+// TestServeCuriousFlag: hyfed serve runs the curious-server demonstration
+// only when asked (--demo asks by default: TestDemoBlocksAndFill), and the
+// federations' status says whether it runs.
+func TestServeCuriousFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--curious"}, true},
+		{[]string{"--curious=false"}, false},
+	} {
+		t.Run(strings.Join(append([]string{"serve"}, c.args...), " "), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			pr, pw := io.Pipe()
+			errc := make(chan error, 1)
+			go func() {
+				errc <- runServe(ctx, append([]string{"--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, c.args...), pw, io.Discard)
+				pw.Close()
+			}()
+			line, err := bufio.NewReader(pr).ReadString('\n')
+			base, ok := strings.CutPrefix(strings.TrimSpace(line), "listening: ")
+			if err != nil || !ok {
+				t.Fatalf("hyfed serve printed %q (%v)", line, err)
+			}
+			go io.Copy(io.Discard, pr)
+			var resp server.CreateResponse
+			if err := postJSON(ctx, base+"/api/federations", "", server.CreateRequest{MinParticipants: 2, Rounds: 3}, &resp); err != nil {
+				t.Fatal(err)
+			}
+			var st server.Status
+			if err := getJSON(ctx, base+"/api/federations/"+resp.ID, &st); err != nil {
+				t.Fatal(err)
+			}
+			if st.Curious != c.want {
+				t.Errorf("status says curious %v, want %v", st.Curious, c.want)
+			}
+			cancel()
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
