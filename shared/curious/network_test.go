@@ -18,7 +18,8 @@ import (
 // frames a real server received and sent over loopback websockets (its
 // Received and Sent hooks), with native participants: in an insecure-demo
 // federation it recovers client 0's training rows; under BGV the same
-// frames give it nothing.
+// frames give it nothing. Under BGV the plaintext changes of the primal
+// contributions (dw_k) are in the frames; with sealed primal they are not.
 func TestAttackOnServerFrames(t *testing.T) {
 	o := curious.MNISTOptions(200, true)
 	o.Loss = "logistic"
@@ -28,9 +29,10 @@ func TestAttackOnServerFrames(t *testing.T) {
 		blocks[i] = &p.Blocks[i]
 	}
 	for _, c := range []struct {
-		scheme string
-		rounds int
-	}{{"plaintext", 200}, {"bgv", 20}} {
+		scheme     string
+		rounds     int
+		sealPrimal bool
+	}{{"plaintext", 200, false}, {"bgv", 20, false}, {"bgv", 20, true}} {
 		obs := curious.NewObserver(c.scheme)
 		var mu sync.Mutex
 		var frameErr error
@@ -49,7 +51,7 @@ func TestAttackOnServerFrames(t *testing.T) {
 		}
 		hs := httptest.NewServer(srv.Handler())
 		sec := secret.FromSeed(1)
-		resp, err := srv.Create(server.CreateRequest{Scheme: c.scheme, Loss: "logistic", Lambda: 1e-3, IIC: 0.2, Rounds: c.rounds,
+		resp, err := srv.Create(server.CreateRequest{Scheme: c.scheme, Loss: "logistic", Lambda: 1e-3, IIC: 0.2, Rounds: c.rounds, SealPrimal: c.sealPrimal,
 			MinParticipants: len(blocks), NumFeatures: p.Data.M(), Seed: 1, Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute)})
 		if err != nil {
 			t.Fatal(err)
@@ -78,6 +80,14 @@ func TestAttackOnServerFrames(t *testing.T) {
 			t.Fatalf("a frame the server handled did not decode: %v", frameErr)
 		}
 		mu.Unlock()
+		changes := 0
+		for k := range blocks {
+			changes += len(obs.Changes(k))
+		}
+		t.Logf("%s (sealed primal %v): %d plaintext changes of a primal contribution in the frames", c.scheme, c.sealPrimal, changes)
+		if c.sealPrimal != (changes == 0) {
+			t.Errorf("%s, sealed primal %v: %d plaintext changes of primal contributions reached the server", c.scheme, c.sealPrimal, changes)
+		}
 		_, train := curious.ErrorsAt(t, obs, &p.Blocks[0], false, []int{c.rounds})
 		switch {
 		case c.scheme == "plaintext" && train[0] >= 1e-3:
