@@ -154,7 +154,7 @@ func (s *Server) federation(id string) *federation {
 // CreateRequest is the body of POST /api/federations.
 type CreateRequest struct {
 	Name   string `json:"name"`
-	Algo   string `json:"algo"`   // hyfdca
+	Algo   string `json:"algo"`   // hyfdca (default), fedavg, hyfem-avg or hyfem-prox
 	Scheme string `json:"scheme"` // bgv (default) or plaintext
 
 	Step     string  `json:"step"`
@@ -186,6 +186,11 @@ type CreateRequest struct {
 	// SealPrimal seals the primal contributions too: the server then sees
 	// only their sum over participants (protocol.Config.SealPrimal).
 	SealPrimal bool `json:"seal_primal,omitempty"`
+	// StepA, StepB and Mu configure the averaging baselines (algo fedavg,
+	// hyfem-avg, hyfem-prox): local step a/(b+sqrt(t)), HyFEM-Prox's mu.
+	StepA float64 `json:"step_a,omitempty"`
+	StepB float64 `json:"step_b,omitempty"`
+	Mu    float64 `json:"mu,omitempty"`
 }
 
 // CreateResponse is what creating a federation returns. The tokens are
@@ -203,10 +208,7 @@ type CreateResponse struct {
 // Create sets up a federation.
 func (s *Server) Create(req CreateRequest) (*CreateResponse, error) {
 	if req.Algo == "" {
-		req.Algo = "hyfdca"
-	}
-	if req.Algo != "hyfdca" {
-		return nil, fmt.Errorf("algo %q: this server runs hyfdca", req.Algo)
+		req.Algo = protocol.AlgoHyFDCA
 	}
 	if req.Scheme == "" {
 		req.Scheme = "bgv"
@@ -244,7 +246,8 @@ func (s *Server) Create(req CreateRequest) (*CreateResponse, error) {
 	}
 	cfg := protocol.Config{Lambda: req.Lambda, Loss: req.Loss, Step: req.Step, Inner: req.Inner, IIC: req.IIC,
 		Gamma: req.Gamma, Fraction: req.Fraction, Rounds: req.Rounds, Search: req.Search, Estimate: req.Estimate,
-		Seed: req.Seed, Clients: req.MinParticipants, NumFeatures: req.NumFeatures, SealPrimal: req.SealPrimal}
+		Seed: req.Seed, Clients: req.MinParticipants, NumFeatures: req.NumFeatures, SealPrimal: req.SealPrimal,
+		Algo: req.Algo, StepA: req.StepA, StepB: req.StepB, Mu: req.Mu}
 	if cfg.Lambda == 0 {
 		cfg.Lambda = 1e-3
 	}
@@ -308,6 +311,9 @@ type ConfigView struct {
 	Seed            uint64  `json:"seed"`
 	PStar           float64 `json:"pstar,omitempty"` // the organizer's known optimum, if given
 	SealPrimal      bool    `json:"seal_primal,omitempty"`
+	StepA           float64 `json:"step_a,omitempty"`
+	StepB           float64 `json:"step_b,omitempty"`
+	Mu              float64 `json:"mu,omitempty"`
 }
 
 // Status is GET /api/federations/{id}.
@@ -355,7 +361,8 @@ func (f *federation) status() Status {
 		Config: ConfigView{Algo: f.meta.Algo, Scheme: f.meta.Scheme, Step: cfg.Step, Search: cfg.Search, Loss: cfg.Loss,
 			Lambda: cfg.Lambda, Rounds: cfg.Rounds, Fraction: cfg.Fraction, Inner: cfg.Inner, IIC: cfg.IIC,
 			MinParticipants: cfg.Clients, ManualStart: !f.meta.AutoStart, RoundTimeout: time.Duration(f.meta.RoundTimeout).String(),
-			NumFeatures: cfg.NumFeatures, Seed: cfg.Seed, PStar: f.meta.PStar, SealPrimal: cfg.SealPrimal},
+			NumFeatures: cfg.NumFeatures, Seed: cfg.Seed, PStar: f.meta.PStar, SealPrimal: cfg.SealPrimal,
+			StepA: cfg.StepA, StepB: cfg.StepB, Mu: cfg.Mu},
 		Round: f.coord.Round(), Phase: f.coord.Phase(), Samples: f.coord.NumTrain(),
 		Participants: []ParticipantView{}, History: []*MetricsView{},
 		WireIn: f.wireIn.Load(), WireOut: f.wireOut.Load(), Curious: f.attack != nil}

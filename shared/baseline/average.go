@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/hyfed/hyfed/shared/averaging"
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
@@ -23,13 +24,6 @@ type Traffic struct {
 	ToServer   int // sealed local weights, all participants
 	FromServer int // the sealed sums each participant gets back
 }
-
-// sumLimit bounds |sum| of sealed values: BGV adds exactly while the sum
-// stays below 2^17 (seal.MaxAbs bounds one value, "sums of four" stay
-// exact); beyond, it wraps silently. A feature's holders each keep below
-// sumLimit/holders, and every value below seal.MaxAbs (SealSlots refuses
-// more).
-const sumLimit = 4 * seal.MaxAbs
 
 // Average is the server step of FedAvg and HyFEM: each weight of global
 // (one per feature of the federation) becomes the average, over the shares
@@ -70,7 +64,7 @@ func Average(s seal.Scheme, shares []Share, global []float64) (Traffic, error) {
 		// share against it before anything leaves.
 		for j, v := range sh.Weights {
 			f := sh.Features[j]
-			if limit := min(seal.MaxAbs, sumLimit/float64(counts[f])); !(math.Abs(v) <= limit) {
+			if limit := averaging.SealableLimit(counts[f]); !(math.Abs(v) <= limit) {
 				return tr, fmt.Errorf("average: share %d: weight %g of feature %d is beyond the sealable range ±%g (%d holders): %w",
 					i, v, f, limit, counts[f], ErrDiverged)
 			}

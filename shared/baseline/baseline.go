@@ -2,11 +2,11 @@ package baseline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
 
+	"github.com/hyfed/hyfed/shared/averaging"
 	"github.com/hyfed/hyfed/shared/central"
 	"github.com/hyfed/hyfed/shared/dataset"
 	"github.com/hyfed/hyfed/shared/loss"
@@ -28,18 +28,17 @@ import (
 // losses where we average them: that scales the step by the block size,
 // which StepA absorbs.)
 const (
-	FedAvg    = "fedavg"
-	HyFEMAvg  = "hyfem-avg"
-	HyFEMProx = "hyfem-prox"
+	FedAvg    = averaging.FedAvg
+	HyFEMAvg  = averaging.HyFEMAvg
+	HyFEMProx = averaging.HyFEMProx
 )
 
 // Algorithms lists the values of Options.Algo that Run accepts.
-var Algorithms = []string{FedAvg, HyFEMAvg, HyFEMProx}
+var Algorithms = averaging.Algorithms
 
 // ErrDiverged marks a run whose weights left the finite or the sealable
-// range: the step size is too large for the data. A hyperparameter search
-// (papers/001 sec. 2.3 drops divergent runs) tests for it with errors.Is.
-var ErrDiverged = errors.New("diverged")
+// range (averaging.ErrDiverged).
+var ErrDiverged = averaging.ErrDiverged
 
 // Options configure one run.
 type Options struct {
@@ -174,7 +173,7 @@ func Run(ctx context.Context, d *dataset.Dataset, blocks []partition.Block, o Op
 	if fraction == 0 {
 		fraction = 1
 	}
-	sgd := LocalSGD{Loss: l, Lambda: o.Lambda, A: o.StepA, B: o.StepB, Mu: o.Mu}
+	sgd := averaging.LocalSGD{Loss: l, Lambda: o.Lambda, A: o.StepA, B: o.StepB, Mu: o.Mu}
 
 	sec := secret.FromSeed(o.Seed)
 	clients := make([]client, len(blocks))
@@ -206,7 +205,7 @@ func Run(ctx context.Context, d *dataset.Dataset, blocks []partition.Block, o Op
 			return hist, fmt.Errorf("baseline: before round %d: %w", round, err)
 		}
 		start := time.Now()
-		activity := roundRNG(o.Seed, streamActive, round, 0)
+		activity := averaging.ActivityDraws(o.Seed, round)
 		var shares []Share
 		for k := range clients {
 			// Draw for every client, active or not, so that one
@@ -226,7 +225,7 @@ func Run(ctx context.Context, d *dataset.Dataset, blocks []partition.Block, o Op
 				// features, so this is the restriction.
 				anchor = append([]float64(nil), w...)
 			}
-			picks := Picks(roundRNG(o.Seed, streamPicks, round, k), c.train, o.Inner)
+			picks := averaging.RoundPicks(o.Seed, round, k, c.train, o.Inner)
 			if c.steps, err = sgd.Run(c.block.X, c.block.Y, picks, w, anchor, c.steps); err != nil {
 				return hist, fmt.Errorf("baseline: round %d, client %d: %w", round, k, err)
 			}

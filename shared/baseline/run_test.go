@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hyfed/hyfed/shared/averaging"
 	"github.com/hyfed/hyfed/shared/central"
 	"github.com/hyfed/hyfed/shared/experiment"
 	"github.com/hyfed/hyfed/shared/loss"
@@ -224,7 +225,7 @@ func TestRunPartialParticipation(t *testing.T) {
 }
 
 func activeClients(o Options, round int, blocks []partition.Block) []int {
-	rng := roundRNG(o.Seed, streamActive, round, 0)
+	rng := averaging.ActivityDraws(o.Seed, round)
 	var out []int
 	for k := range blocks {
 		if rng.Float64() < o.Fraction {

@@ -53,6 +53,7 @@ type roundState struct {
 	HatW        [][]float64
 	SealedW     [][]byte // SealPrimal, paper rule: each client's sealed share of w
 	WStale      bool
+	LocalSteps  []int // averaging baselines
 	History     []RoundMetrics
 	RNG         []byte
 	Finished    bool
@@ -103,6 +104,7 @@ func (c *Coordinator) checkpoint() *Checkpoint {
 			}
 		}
 		rs.SealedW = append(rs.SealedW, b)
+		rs.LocalSteps = append(rs.LocalSteps, cs.localSteps)
 	}
 	rs.WStale = c.wStale
 	if rs.RNG, err = c.pcg.MarshalBinary(); err != nil {
@@ -176,6 +178,9 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 			continue
 		}
 		cs.stale, cs.returned = true, true
+		if k < len(rs.LocalSteps) {
+			cs.localSteps = rs.LocalSteps[k]
+		}
 		if c.cfg.SealPrimal {
 			if k < len(rs.SealedW) && len(rs.SealedW[k]) > 0 {
 				if cs.sealedW, err = seal.UnmarshalVec(scheme, rs.SealedW[k], c.numFeatures/scheme.ChunkLen()+1); err != nil {

@@ -3,6 +3,10 @@ package protocol
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
+
+	"github.com/hyfed/hyfed/shared/averaging"
 
 	"github.com/hyfed/hyfed/shared/loss"
 )
@@ -76,10 +80,51 @@ type Config struct {
 	// one participant opens only the aggregate (KindOpen). No single
 	// participant's hat_w_k or its change then reaches the server.
 	SealPrimal bool `json:",omitempty"`
+
+	// Algo is the algorithm: hyfdca (the default) or one of the averaging
+	// baselines (package baseline: fedavg, hyfem-avg, hyfem-prox), which
+	// run through the same coordinator, participants, transport and
+	// sealing: every active participant takes Inner local SGD steps from
+	// the global model on its features with step StepA/(StepB+sqrt(t)),
+	// seals its weights per feature, the server adds the ciphertexts, a
+	// participant opens the sum, and the server divides by the public
+	// number of active holders of each feature. The dual-related settings
+	// (Step, Search, Estimate, Gamma, SealPrimal) do not apply.
+	Algo         string  `json:",omitempty"`
+	StepA, StepB float64 `json:",omitempty"`
+	Mu           float64 `json:",omitempty"` // HyFEM-Prox's proximal weight
 }
+
+// AlgoHyFDCA is the default algorithm.
+const AlgoHyFDCA = "hyfdca"
+
+// Algorithms lists the values of Config.Algo.
+var Algorithms = append([]string{AlgoHyFDCA}, averaging.Algorithms...)
+
+// Averaging reports whether the configuration runs an averaging averaging.
+func (c *Config) Averaging() bool { return c.Algo != "" && c.Algo != AlgoHyFDCA }
 
 // Validate checks the configuration and fills defaults.
 func (c *Config) Validate() error {
+	if c.Algo == "" {
+		c.Algo = AlgoHyFDCA
+	}
+	if !slices.Contains(Algorithms, c.Algo) {
+		return fmt.Errorf("config: algo %q: want one of %s", c.Algo, strings.Join(Algorithms, ", "))
+	}
+	if c.Averaging() {
+		if !(c.StepA > 0) || math.IsInf(c.StepA, 0) {
+			return fmt.Errorf("config: %s: step a %v must be a finite number > 0", c.Algo, c.StepA)
+		}
+		if !(c.StepB >= 0) || math.IsInf(c.StepB, 0) {
+			return fmt.Errorf("config: %s: step b %v must be a finite number >= 0", c.Algo, c.StepB)
+		}
+		if prox := c.Algo == averaging.HyFEMProx; prox != (c.Mu > 0) || math.IsInf(c.Mu, 0) || c.Mu < 0 {
+			return fmt.Errorf("config: mu %v: %s needs a finite mu > 0, the other algorithms none", c.Mu, averaging.HyFEMProx)
+		}
+	} else if c.StepA != 0 || c.StepB != 0 || c.Mu != 0 {
+		return fmt.Errorf("config: step a, step b and mu apply to the averaging baselines, not %s", c.Algo)
+	}
 	if c.Loss == "" {
 		c.Loss = "hinge"
 	}

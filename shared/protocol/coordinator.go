@@ -26,11 +26,12 @@ const (
 	PhaseIP        = "ip"
 	PhaseMetrics   = "metrics"
 	PhaseApply     = "apply"
-	PhaseOpen      = "open" // SealPrimal: a participant opens an aggregate
+	PhaseOpen      = "open"  // SealPrimal and the baselines: a participant opens an aggregate
+	PhaseLocal     = "local" // averaging baselines: local steps
 )
 
 // Phases lists the round phases in order.
-var Phases = []string{PhaseRefresh, PhaseStep, PhaseDirection, PhaseOpen, PhaseIP, PhaseMetrics, PhaseApply}
+var Phases = []string{PhaseRefresh, PhaseStep, PhaseLocal, PhaseDirection, PhaseOpen, PhaseIP, PhaseMetrics, PhaseApply}
 
 // RoundMetrics is what the coordinator records after every round.
 type RoundMetrics struct {
@@ -69,6 +70,8 @@ type clientState struct {
 	// (not under SealPrimal), for the privacy view: the leak it is.
 	lastDW      []float64
 	lastDWRound int
+	trainN      int // its training samples
+	localSteps  int // averaging baselines: local steps taken so far
 	activeRound bool
 }
 
@@ -553,6 +556,12 @@ func (c *Coordinator) align() error {
 			}
 		}
 		cs.features = h.Features
+		cs.trainN = 0
+		for _, held := range h.Heldout {
+			if !held {
+				cs.trainN++
+			}
+		}
 		cs.hatW, cs.sealedW = nil, nil
 		if !c.cfg.SealPrimal {
 			cs.hatW = make([]float64, len(h.Features))
@@ -747,6 +756,11 @@ func (c *Coordinator) check(k int, m Message) error {
 		}
 	}
 	switch m.Kind {
+	case KindLocalPart:
+		if len(m.W) != 0 || len(m.HatW) != 0 || len(m.DW) != 0 {
+			return fmt.Errorf("local-part: plaintext weights: they travel sealed only")
+		}
+		return c.checkFeatureChunks(k, m)
 	case KindOpened:
 		if len(m.W) != c.numFeatures {
 			return fmt.Errorf("opened: %d values for %d features", len(m.W), c.numFeatures)

@@ -170,3 +170,18 @@ func crashAt(t *testing.T, f *fed, r int, phase string) *Checkpoint {
 	}
 	return last
 }
+
+// testKeyAndFeatures returns the test federations' key under scheme and the
+// slots 0..m-1 of the feature layout, to open what participants sealed.
+func testKeyAndFeatures(t *testing.T, scheme seal.Scheme, m int) (seal.Key, []int) {
+	t.Helper()
+	key, err := seal.NewKeyFor(scheme, testSecret.Derive(seal.KeyPurpose))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := make([]int, m)
+	for i := range all {
+		all[i] = i
+	}
+	return key, all
+}

@@ -26,6 +26,7 @@ const (
 	KindDone      Kind = "done"       // training finished
 	KindError     Kind = "error"      // a typed error for the receiver
 	KindOpen      Kind = "open"       // open this aggregate of sealed primal vectors (SealPrimal)
+	KindLocal     Kind = "local"      // averaging baselines: take local steps from w (W) and seal the weights
 	KindHello     Kind = "hello"      // participant registers its block
 	KindNormsPart Kind = "norms-part" // sealed squared norms of the block's rows
 	KindPrimal    Kind = "primal"     // hat_w_k
@@ -36,6 +37,7 @@ const (
 	KindApplied   Kind = "applied"    // sealed dual update gamma*d of the reported groups
 	KindWelcome   Kind = "welcome"    // the server accepted a hello: the session token and the participant's name
 	KindOpened    Kind = "opened"     // the opened aggregate, on every feature (SealPrimal)
+	KindLocalPart Kind = "local-part" // averaging baselines: the sealed local weights
 )
 
 // Error codes of KindError messages: what a sender did wrong, for programs
@@ -75,10 +77,18 @@ type Message struct {
 	// setup
 	Setup *Setup
 
+	// local: the client's index (its pick stream, as package baseline
+	// draws it), its local steps so far (t of the step size) and, per
+	// feature of the client, the number of active holders (its sum must
+	// stay sealable)
+	Client int `json:",omitempty"`
+	Steps  int `json:",omitempty"`
+
 	// step
 	Active bool
 	// Groups lists the indexes (into Setup.Groups) of the client's groups
-	// that update this round, with the number of active holders of each.
+	// that update this round, with the number of active holders of each
+	// (local: ActiveHolders per feature of the client).
 	Groups        []int
 	ActiveHolders []int
 	// Report lists the local groups whose label-dependent sums (conjugate

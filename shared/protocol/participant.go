@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"github.com/hyfed/hyfed/shared/averaging"
 	"github.com/hyfed/hyfed/shared/loss"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/seal"
@@ -118,6 +119,8 @@ func (p *Participant) Handle(m Message) ([]Message, error) {
 		return p.onApply(m)
 	case KindOpen:
 		return p.onOpen(m)
+	case KindLocal:
+		return p.onLocal(m)
 	case KindDone:
 		return nil, nil
 	case KindError:
@@ -275,6 +278,43 @@ func (p *Participant) sealFeatures(v []float64) (seal.Vec, error) {
 		s[j] = x / p.lambdaN
 	}
 	return seal.SealSlots(p.key, p.block.Features, s)
+}
+
+// onLocal is a round of an averaging baseline (Config.Algo): H local SGD
+// steps from the global model on the block's features, on the rows package
+// baseline would pick for this client and round, then the weights sealed
+// per feature for the server's sum.
+func (p *Participant) onLocal(m Message) ([]Message, error) {
+	cfg := p.setup.Config
+	if !cfg.Averaging() {
+		return nil, fmt.Errorf("participant: local steps asked of a %s federation", cfg.Algo)
+	}
+	nf := len(p.block.Features)
+	if len(m.W) != nf || len(m.ActiveHolders) != nf || m.Steps < 0 || m.Client < 0 {
+		return nil, fmt.Errorf("participant: local: %d weights and %d holder counts for %d features, steps %d, client %d",
+			len(m.W), len(m.ActiveHolders), nf, m.Steps, m.Client)
+	}
+	sgd := averaging.LocalSGD{Loss: p.loss, Lambda: cfg.Lambda, A: cfg.StepA, B: cfg.StepB, Mu: cfg.Mu}
+	w := append([]float64(nil), m.W...)
+	var anchor []float64
+	if cfg.Algo == averaging.HyFEMProx {
+		anchor = m.W // the global model on the block's features, fixed for the round
+	}
+	picks := averaging.RoundPicks(int64(cfg.Seed), m.Round, m.Client, p.train, cfg.Inner)
+	if _, err := sgd.Run(p.block.X, p.block.Y, picks, w, anchor, m.Steps); err != nil {
+		return nil, fmt.Errorf("participant: local: %w", err)
+	}
+	for j, v := range w {
+		if lim := averaging.SealableLimit(m.ActiveHolders[j]); !(math.Abs(v) <= lim) {
+			return nil, fmt.Errorf("participant: local: weight %g of feature %d is beyond the sealable range ±%g with %d holders: %w (lower the step a)",
+				v, p.block.Features[j], lim, m.ActiveHolders[j], averaging.ErrDiverged)
+		}
+	}
+	v, err := seal.SealSlots(p.key, p.block.Features, w)
+	if err != nil {
+		return nil, fmt.Errorf("participant: local: %w", err)
+	}
+	return []Message{{Kind: KindLocalPart, Round: m.Round, Sealed: v}}, nil
 }
 
 // onOpen opens an aggregate of sealed primal vectors on every feature and

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/hyfed/hyfed/shared/averaging"
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
@@ -44,6 +45,14 @@ func (c *Coordinator) nextRound() {
 	}
 	// One draw per client in index order, whoever is connected, so that a
 	// seed gives the same participation whatever happens.
+	if c.cfg.Averaging() {
+		draws := averaging.ActivityDraws(int64(c.cfg.Seed), c.round) // as the in-process baselines draw
+		for _, cs := range c.clients {
+			cs.activeRound = draws.Float64() < c.cfg.Fraction
+		}
+		c.averageStep()
+		return
+	}
 	for _, cs := range c.clients {
 		cs.activeRound = c.rng.Float64() < c.cfg.Fraction
 	}
@@ -74,6 +83,85 @@ func (c *Coordinator) nextRound() {
 	default:
 		step()
 	}
+}
+
+// averageStep is a round of the averaging baselines (Config.Algo): the
+// active participants take local steps from w on their features and send
+// their weights sealed per feature; the server adds them, a participant
+// opens the sum, and w becomes, per feature, the sum over its active
+// holders divided by their number (public). A feature without an active
+// holder keeps its weight. Then the round's metrics, as HyFDCA's.
+func (c *Coordinator) averageStep() {
+	var targets []int
+	for _, k := range c.eligible() {
+		cs := c.clients[k]
+		cs.stale, cs.returned = false, false // no dual values to refresh
+		if cs.activeRound && cs.trainN > 0 {
+			targets = append(targets, k)
+		}
+	}
+	c.cur.Active = len(targets)
+	holders := c.featureHolders(targets)
+	for _, k := range targets {
+		cs := c.clients[k]
+		m := Message{Kind: KindLocal, Round: c.round, W: c.onFeatures(k, c.w), Client: k, Steps: cs.localSteps}
+		for _, f := range cs.features {
+			m.ActiveHolders = append(m.ActiveHolders, holders[f])
+		}
+		c.send(k, m)
+	}
+	c.await(PhaseLocal, KindLocalPart, targets, func(p *phaseState) {
+		got := sortedKeys(p.replies)
+		if len(got) == 0 {
+			c.ipPhase(true, nil)
+			return
+		}
+		sum, ok := c.sumReplies(p.replies, got)
+		if !ok {
+			return
+		}
+		// Holders that left took their weights with them: the averages
+		// are over those that answered.
+		counts := c.featureHolders(got)
+		c.openPhase(sum, map[int]bool{}, func(vals []float64) {
+			for f, n := range counts {
+				if n > 0 {
+					c.w[f] = vals[f] / float64(n)
+				}
+			}
+			for _, k := range got {
+				c.clients[k].localSteps += c.cfg.Inner
+			}
+			c.ipPhase(true, nil)
+		}, func() { c.ipPhase(true, nil) })
+	})
+}
+
+// sumReplies adds the sealed vectors of the given clients' replies (it
+// consumes them, see seal.Sum). On an error the federation fails and ok is
+// false.
+func (c *Coordinator) sumReplies(replies map[int]Message, clients []int) (seal.Vec, bool) {
+	parts := make([]seal.Vec, 0, len(clients))
+	for _, k := range clients {
+		parts = append(parts, replies[k].Sealed)
+	}
+	sum, err := seal.Sum(c.scheme, parts...)
+	if err != nil {
+		c.fail(err)
+		return nil, false
+	}
+	return sum, true
+}
+
+// featureHolders counts, per feature, the given clients that hold it.
+func (c *Coordinator) featureHolders(clients []int) []int {
+	n := make([]int, c.numFeatures)
+	for _, k := range clients {
+		for _, f := range c.clients[k].features {
+			n[f]++
+		}
+	}
+	return n
 }
 
 // quorate reports whether enough participants are connected for a round.
@@ -297,13 +385,8 @@ func (c *Coordinator) hyfedStep() {
 			}
 			// Sealed shares of u: add them, have a participant open the
 			// sum; no client's own share is ever seen.
-			parts := make([]seal.Vec, 0, len(targets))
-			for _, k := range targets {
-				parts = append(parts, p.replies[k].Sealed)
-			}
-			sum, err := seal.Sum(c.scheme, parts...)
-			if err != nil {
-				c.fail(err)
+			sum, ok := c.sumReplies(p.replies, targets)
+			if !ok {
 				return
 			}
 			c.dirDW = nil
@@ -675,6 +758,11 @@ func (c *Coordinator) record(replies map[int]Message, gi int, partial bool) {
 		partial = true
 		r.Dual = math.NaN()
 	}
+	if c.cfg.Averaging() {
+		// The baselines have no dual: only P and the accuracies mean
+		// anything.
+		r.Dual, r.Gap = math.NaN(), math.NaN()
+	}
 	r.Partial = partial
 	if partial {
 		// Some inner products or labels are missing: P and the accuracies
@@ -694,13 +782,8 @@ func (c *Coordinator) record(replies map[int]Message, gi int, partial bool) {
 // values. It returns the clients that answered.
 func (c *Coordinator) returnSums(p *phaseState, grid []float64, withAlpha bool) ([]int, bool) {
 	got := sortedKeys(p.replies)
-	parts := make([]seal.Vec, 0, len(got))
-	for _, k := range got {
-		parts = append(parts, p.replies[k].Sealed)
-	}
-	sum, err := seal.Sum(c.scheme, parts...)
-	if err != nil {
-		c.fail(err)
+	sum, ok := c.sumReplies(p.replies, got)
+	if !ok {
 		return nil, false
 	}
 	report := c.reporters(got)

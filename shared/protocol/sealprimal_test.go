@@ -78,14 +78,7 @@ func TestSealPrimalTrafficHoldsNoPrimalShare(t *testing.T) {
 	d := testData(200, 8, 12)
 	blocks := gridBlocks(d, 2, 2)
 	scheme := bgvScheme(t)
-	key, err := scheme.NewKey(testSecret.Derive(seal.KeyPurpose))
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := make([]int, d.M())
-	for i := range all {
-		all[i] = i
-	}
+	key, all := testKeyAndFeatures(t, scheme, d.M())
 	for _, step := range []string{StepHyFed, StepPaper} {
 		f := newFedScheme(t, blocks, Config{Lambda: 1e-2, Step: step, Inner: 10, Gamma: 0.5, Rounds: 12, Seed: 3, SealPrimal: true}, scheme)
 		var mu sync.Mutex

@@ -1,13 +1,50 @@
-package baseline
+// Package averaging holds what a participant of an averaging baseline
+// (FedAvg, HyFEM-Avg, HyFEM-Prox) computes on its own: the local SGD solver,
+// the seeded draws of picks and participation, and the range its sealed
+// weights must stay in. Package baseline runs these algorithms in one
+// process, package protocol through the federation's coordinator and
+// participants; both draw and step with this code, so they compute the same
+// models. It is kept small because the browser participant links it.
+package averaging
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 
 	"github.com/hyfed/hyfed/shared/dataset"
 	"github.com/hyfed/hyfed/shared/loss"
+	"github.com/hyfed/hyfed/shared/seal"
 )
+
+// The averaging baselines (see package baseline for what each one is).
+const (
+	FedAvg    = "fedavg"
+	HyFEMAvg  = "hyfem-avg"
+	HyFEMProx = "hyfem-prox"
+)
+
+// Algorithms lists them.
+var Algorithms = []string{FedAvg, HyFEMAvg, HyFEMProx}
+
+// ErrDiverged marks a run whose weights left the finite or the sealable
+// range: the step size is too large for the data. A hyperparameter search
+// (papers/001 sec. 2.3 drops divergent runs) tests for it with errors.Is.
+var ErrDiverged = errors.New("diverged")
+
+// sumLimit bounds |sum| of sealed values: BGV adds exactly while the sum
+// stays below 2^17 (seal.MaxAbs bounds one value, "sums of four" stay
+// exact); beyond, it wraps silently. A feature's holders each keep below
+// sumLimit/holders, and every value below seal.MaxAbs (SealSlots refuses
+// more).
+const sumLimit = 4 * seal.MaxAbs
+
+// SealableLimit is the largest |weight| a holder may seal for a feature
+// that n active holders share, so that their sum stays exact.
+func SealableLimit(n int) float64 {
+	return min(seal.MaxAbs, sumLimit/float64(max(n, 1)))
+}
 
 // LocalSGD is the local solver of FedAvg, HyFEM-Avg and HyFEM-Prox: SGD
 // with batch 1 on one client's block, with the local model w_k on the
@@ -122,6 +159,21 @@ func Picks(rng *rand.Rand, train []int, h int) []int {
 		out[i] = train[rng.IntN(len(train))]
 	}
 	return out
+}
+
+// RoundPicks returns the rows a client takes its local steps on in a
+// round, as Run draws them: H draws from the client's stream of the round.
+// A networked participant (shared/protocol) draws the same with the
+// federation's seed and its client index.
+func RoundPicks(seed int64, round, client int, train []int, h int) []int {
+	return Picks(roundRNG(seed, streamPicks, round, client), train, h)
+}
+
+// ActivityDraws returns the generator of a round's participation draws: one
+// Float64 per client, in client order; a client is active if its draw is
+// below the fraction.
+func ActivityDraws(seed int64, round int) *rand.Rand {
+	return roundRNG(seed, streamActive, round, 0)
 }
 
 // Purposes of the seeded random streams, so that the draws of one purpose

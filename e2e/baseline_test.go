@@ -1,0 +1,81 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hyfed/hyfed/server"
+	"github.com/hyfed/hyfed/shared/baseline"
+	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/session"
+)
+
+// TestBaselineInTheBrowser: a FedAvg federation (MNIST quadrants:1, BGV)
+// with a browser tab as client 0 and three native participants. The tab's
+// WebAssembly participant runs the same local steps as the native ones: the
+// federation ends with, bit for bit, the model package baseline computes in
+// process; the tab sent its weights only sealed; the dashboard plots P.
+func TestBaselineInTheBrowser(t *testing.T) {
+	const rounds, inner, a, b, lambda, seed = 15, 50, 0.05, 1.0, 1e-3, 5
+	blocks := loadBlocks(t, "mnist", "quadrants:1")
+	prep, err := experiment.Prepare(experiment.Options{Data: "mnist", Partition: "quadrants:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []float64
+	if _, err := baseline.Run(t.Context(), prep.Data, prep.Blocks, baseline.Options{Algo: baseline.FedAvg, Loss: "hinge", Lambda: lambda,
+		Rounds: rounds, Inner: inner, StepA: a, StepB: b, Seed: seed,
+		OnRound: func(_ baseline.RoundMetrics, w []float64) { want = append(want[:0], w...) }}); err != nil {
+		t.Fatal(err)
+	}
+
+	ts := startServer(t)
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "e2e: FedAvg, MNIST quadrants:1", Algo: baseline.FedAvg,
+		Loss: "hinge", Lambda: lambda, Rounds: rounds, Inner: inner, StepA: a, StepB: b, Seed: seed,
+		MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(time.Minute)})
+	br := newBrowser(t)
+	dash := newTab(t, br)
+	dash.navigate(ts.URL + fed.DashboardPath)
+	tb := joinTab(t, br, link, writeBlockFile(t, blocks[0], "block-0.libsvm"), blocks[0].N())
+	var waits []func() []*session.Result
+	for i := 1; i < len(blocks); i++ { // one after another: client k holds block k, as in process
+		waits = append(waits, startNative(t, link, blocks[i:i+1]))
+		waitStatus(t, ts.URL, fed.ID, "registration", 20*time.Second, func(s server.Status) bool { return len(s.Participants) > i })
+	}
+	tb.waitJS("training to finish", "document.body.dataset.done === '1'", 2*time.Minute)
+	for _, w := range waits {
+		w()
+	}
+	st := waitStatus(t, ts.URL, fed.ID, "the federation to finish", 10*time.Second, func(s server.Status) bool { return s.State == "finished" })
+	if st.Config.Algo != baseline.FedAvg || len(st.History) != rounds+1 {
+		t.Fatalf("status: algo %s, %d rounds of metrics", st.Config.Algo, len(st.History))
+	}
+	var model server.ModelView
+	if code := callAPI(t, "GET", ts.URL+"/api/federations/"+fed.ID+"/model", nil, &model); code != 200 {
+		t.Fatalf("model: HTTP %d", code)
+	}
+	for j := range want {
+		if float64(model.W[j]) != want[j] {
+			t.Fatalf("w[%d] = %v with a browser participant, %v in process", j, model.W[j], want[j])
+		}
+	}
+	first, last := st.History[0].RoundMetrics(), st.History[rounds].RoundMetrics()
+	t.Logf("FedAvg with a browser tab: P %.6f -> %.6f, the model equals the in-process run's", first.Primal, last.Primal)
+
+	// What the tab sent: its local weights, sealed only.
+	sent := tb.text("#sent")
+	if !strings.Contains(sent, "local-part") {
+		t.Fatalf("the tab's sent table lists no local-part messages: %q", sent)
+	}
+	row := evalJS[[]string](tb, `[...document.querySelectorAll('#sent tr')].filter(r => r.cells[0].textContent === 'local-part').map(r => [...r.cells].map(c => c.textContent))[0]`)
+	if len(row) != 5 || row[1] != fmt.Sprint(rounds) || row[4] != "0" {
+		t.Fatalf("local-part row of the sent table %q: want %d frames and 0 plaintext numbers", row, rounds)
+	}
+	dash.waitJS("the objective on the dashboard", fmt.Sprintf("Number(document.getElementById('chart-loss').dataset.points) === %d", rounds+1), 20*time.Second)
+	if h := dash.text("#h-loss"); !strings.HasPrefix(h, "Objective P(w)") {
+		t.Fatalf("the dashboard's loss chart is titled %q, want the objective (FedAvg has no gap)", h)
+	}
+	screenshot(t, dash, "dashboard-fedavg.png")
+}

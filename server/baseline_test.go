@@ -1,0 +1,72 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/hyfed/hyfed/shared/baseline"
+	"github.com/hyfed/hyfed/shared/secret"
+	"github.com/hyfed/hyfed/shared/session"
+)
+
+// TestBaselinesOverWebsockets runs FedAvg and HyFEM-Prox as federations of
+// this server (algo in the create request) with native participants over
+// loopback websockets and BGV: the model they end with is, bit for bit,
+// the one package baseline computes in process with the same settings.
+func TestBaselinesOverWebsockets(t *testing.T) {
+	p := smallData(t)
+	ts := startServer(t, t.TempDir())
+	for _, tc := range []struct {
+		algo string
+		mu   float64
+	}{{baseline.FedAvg, 0}, {baseline.HyFEMProx, 0.05}} {
+		t.Run(tc.algo, func(t *testing.T) {
+			const rounds, inner, a, b, lambda, seed, fraction = 12, 6, 0.2, 1.0, 1e-2, 4, 0.7
+			var want []float64
+			if _, err := baseline.Run(context.Background(), p.Data, p.Blocks, baseline.Options{Algo: tc.algo, Loss: "hinge",
+				Lambda: lambda, Rounds: rounds, Inner: inner, StepA: a, StepB: b, Mu: tc.mu, Fraction: fraction, Seed: seed,
+				OnRound: func(_ baseline.RoundMetrics, w []float64) { want = append(want[:0], w...) }}); err != nil {
+				t.Fatal(err)
+			}
+			l, fed := ts.create(t, CreateRequest{Name: tc.algo, Algo: tc.algo, Loss: "hinge", Lambda: lambda, Rounds: rounds,
+				Inner: inner, StepA: a, StepB: b, Mu: tc.mu, Fraction: fraction, Seed: seed, MinParticipants: len(p.Blocks),
+				NumFeatures: p.Data.M()}, secret.FromSeed(3), "bgv")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			errs := make(chan error, len(p.Blocks))
+			for i := range p.Blocks {
+				go func() {
+					_, err := session.Run(ctx, l, &p.Blocks[i], session.Options{Dial: dialer(), RetryFor: 20 * time.Second})
+					errs <- err
+				}()
+				// One after the other: client k holds block k, as in process.
+				waitFor(t, "registration", 30*time.Second, func() bool { return len(ts.status(t, fed.ID).Participants) > i })
+			}
+			for range p.Blocks {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			st := ts.status(t, fed.ID)
+			if st.State != "finished" || st.Config.Algo != tc.algo || len(st.History) != rounds+1 {
+				t.Fatalf("status: state %s, algo %s, %d rounds of metrics", st.State, st.Config.Algo, len(st.History))
+			}
+			var model ModelView
+			if err := json.Unmarshal(ts.get(t, "/api/federations/"+fed.ID+"/model"), &model); err != nil {
+				t.Fatal(err)
+			}
+			for j := range want {
+				if float64(model.W[j]) != want[j] {
+					t.Fatalf("w[%d] = %v over websockets, %v in process", j, model.W[j], want[j])
+				}
+			}
+			first, last := st.History[0].RoundMetrics(), st.History[rounds].RoundMetrics()
+			t.Logf("%s over websockets: P %.6f -> %.6f; the model equals the in-process run's", tc.algo, first.Primal, last.Primal)
+			if !(last.Primal < first.Primal) {
+				t.Fatalf("P %v -> %v", first.Primal, last.Primal)
+			}
+		})
+	}
+}

@@ -1,0 +1,145 @@
+package protocol
+
+import (
+	"context"
+	"math"
+	"sync"
+	"testing"
+
+	"github.com/hyfed/hyfed/shared/baseline"
+	"github.com/hyfed/hyfed/shared/seal"
+)
+
+// TestAveragingMatchesInProcessBaselines runs FedAvg, HyFEM-Avg and
+// HyFEM-Prox through the coordinator, the participants and the memory
+// transport, and checks them against package baseline's in-process runs
+// with the same settings: the same participants active in every round and
+// the same global model, bit for bit (both seal the same quantized
+// weights and divide the same sums by the same counts).
+func TestAveragingMatchesInProcessBaselines(t *testing.T) {
+	d := testData(240, 10, 9)
+	blocks := gridBlocks(d, 2, 2)
+	for _, tc := range []struct {
+		algo     string
+		mu       float64
+		fraction float64
+	}{
+		{baseline.FedAvg, 0, 1},
+		{baseline.FedAvg, 0, 0.6},
+		{baseline.HyFEMAvg, 0, 0.6},
+		{baseline.HyFEMProx, 0.05, 0.6},
+	} {
+		t.Run(tc.algo, func(t *testing.T) {
+			const rounds, inner, a, b, lambda, seed = 25, 7, 0.3, 2.0, 1e-2, 11
+			var want [][]float64
+			var active []int
+			hist, err := baseline.Run(context.Background(), d, blocks, baseline.Options{Algo: tc.algo, Loss: "hinge", Lambda: lambda,
+				Rounds: rounds, Inner: inner, StepA: a, StepB: b, Mu: tc.mu, Fraction: tc.fraction, Seed: seed, Scheme: "plaintext",
+				OnRound: func(m baseline.RoundMetrics, w []float64) {
+					want = append(want, append([]float64(nil), w...))
+					active = append(active, m.Active)
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := newFed(t, blocks, Config{Algo: tc.algo, Loss: "hinge", Lambda: lambda, Rounds: rounds, Inner: inner,
+				StepA: a, StepB: b, Mu: tc.mu, Fraction: tc.fraction, Seed: seed})
+			var got [][]float64
+			f.mem.Hook = func() {
+				if r := f.coord.Round(); r > len(got) && f.coord.Phase() == PhaseIP {
+					// The round's average is in w once its metrics start.
+					got = append(got, append([]float64(nil), f.coord.W()...))
+				}
+			}
+			h := f.run(t)
+			if len(h) != rounds+1 || len(got) != rounds {
+				t.Fatalf("%d rounds of metrics and %d models for %d rounds", len(h), len(got), rounds)
+			}
+			for r := 0; r < rounds; r++ {
+				if h[r+1].Active != active[r] {
+					t.Fatalf("round %d: %d active, in process %d", r+1, h[r+1].Active, active[r])
+				}
+				for j := range want[r] {
+					if got[r][j] != want[r][j] {
+						t.Fatalf("round %d: w[%d] = %v, in process %v", r+1, j, got[r][j], want[r][j])
+					}
+				}
+			}
+			last, ref := h[rounds], hist[rounds-1]
+			if math.Abs(last.Primal-ref.Primal) > 1e-6*ref.Primal || !math.IsNaN(last.Dual) || !math.IsNaN(last.Gap) {
+				t.Fatalf("final primal %v (dual %v, gap %v), in process %v", last.Primal, last.Dual, last.Gap, ref.Primal)
+			}
+			if !(last.Primal < h[0].Primal) {
+				t.Fatalf("%s did not lower P: %v -> %v", tc.algo, h[0].Primal, last.Primal)
+			}
+			t.Logf("%s fraction %v: P %.6f -> %.6f, same as in process", tc.algo, tc.fraction, h[0].Primal, last.Primal)
+		})
+	}
+}
+
+// TestAveragingTrafficHoldsNoLocalModel: under BGV the server receives
+// every participant's local weights only as ciphertexts, and what an
+// opener returns is their sum over the round's active holders.
+func TestAveragingTrafficHoldsNoLocalModel(t *testing.T) {
+	d := testData(200, 8, 12)
+	blocks := gridBlocks(d, 2, 2)
+	scheme := bgvScheme(t)
+	key, all := testKeyAndFeatures(t, scheme, d.M())
+	f := newFedScheme(t, blocks, Config{Algo: baseline.HyFEMProx, Lambda: 1e-2, Rounds: 8, Inner: 5, StepA: 0.2, StepB: 1, Mu: 0.1, Seed: 3}, scheme)
+	var mu sync.Mutex
+	local := map[int]map[int][]float64{} // round -> client -> local weights (opened here with the key)
+	opened := 0
+	f.mem.Observe = func(toServer bool, k int, m *Message) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !toServer {
+			return
+		}
+		switch m.Kind {
+		case KindLocalPart:
+			if len(m.W)+len(m.HatW)+len(m.DW) != 0 {
+				t.Fatalf("client %d sent plaintext weights", k)
+			}
+			for ci, c := range m.Sealed {
+				if _, ok := c.(*seal.Cipher); !ok {
+					t.Fatalf("local-part chunk %d is a %T, not a ciphertext", ci, c)
+				}
+			}
+			v, err := seal.OpenSlots(key, m.Sealed, all)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if local[m.Round] == nil {
+				local[m.Round] = map[int][]float64{}
+			}
+			local[m.Round][k] = v
+		case KindOpened:
+			opened++
+			for j := range m.W {
+				s := 0.0
+				for _, v := range local[m.Round] {
+					s += v[j]
+				}
+				if math.Abs(s-m.W[j]) > 1e-6 {
+					t.Fatalf("round %d: opened %v at feature %d, the local weights sum to %v", m.Round, m.W[j], j, s)
+				}
+			}
+			for k, v := range local[m.Round] {
+				same := true
+				for _, fi := range blocks[k].Features {
+					same = same && math.Abs(v[fi]-m.W[fi]) < 1e-9
+				}
+				if same {
+					t.Fatalf("round %d: the opened vector equals client %d's local weights", m.Round, k)
+				}
+			}
+		}
+	}
+	h := f.run(t)
+	if opened != 8 {
+		t.Fatalf("%d openings in 8 rounds", opened)
+	}
+	if !(h[8].Primal < h[0].Primal) {
+		t.Fatalf("P %v -> %v", h[0].Primal, h[8].Primal)
+	}
+}
