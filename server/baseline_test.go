@@ -7,32 +7,51 @@ import (
 	"time"
 
 	"github.com/hyfed/hyfed/shared/baseline"
+	"github.com/hyfed/hyfed/shared/experiment"
 	"github.com/hyfed/hyfed/shared/secret"
 	"github.com/hyfed/hyfed/shared/session"
 )
 
-// TestBaselinesOverWebsockets runs FedAvg and HyFEM-Prox as federations of
+// TestBaselinesOverWebsockets runs FedAvg, HyFEM-Prox and FedHybrid (on a
+// horizontal partition) as federations of
 // this server (algo in the create request) with native participants over
 // loopback websockets and BGV: the model they end with is, bit for bit,
 // the one package baseline computes in process with the same settings.
 func TestBaselinesOverWebsockets(t *testing.T) {
-	p := smallData(t)
+	hybrid := smallData(t)
+	horizontal, err := experiment.Prepare(experiment.Options{Data: "synthetic:360,12,1,0.05,3", Holdout: 0.2, Partition: "horizontal:4"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ts := startServer(t, t.TempDir())
 	for _, tc := range []struct {
 		algo string
 		mu   float64
-	}{{baseline.FedAvg, 0}, {baseline.HyFEMProx, 0.05}} {
+	}{{baseline.FedAvg, 0}, {baseline.HyFEMProx, 0.05}, {baseline.FedHybrid, 0.05}} {
 		t.Run(tc.algo, func(t *testing.T) {
-			const rounds, inner, a, b, lambda, seed, fraction = 12, 6, 0.2, 1.0, 1e-2, 4, 0.7
+			const rounds, inner, lambda, seed, fraction = 12, 6, 1e-2, 4, 0.7
+			a, b, lossName, p := 0.2, 1.0, "hinge", hybrid
 			var want []float64
-			if _, err := baseline.Run(context.Background(), p.Data, p.Blocks, baseline.Options{Algo: tc.algo, Loss: "hinge",
+			if tc.algo == baseline.FedHybrid {
+				a, b, lossName, p = 0, 0, "logistic", horizontal
+				hist, err := baseline.RunFedHybrid(context.Background(), p.Data, p.Blocks, baseline.FedHybridOptions{Loss: lossName,
+					Lambda: lambda, Rounds: rounds, Mode: "mixed", Mu: tc.mu, Fraction: fraction, Seed: seed})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = hist[rounds-1].W
+			} else if _, err := baseline.Run(context.Background(), p.Data, p.Blocks, baseline.Options{Algo: tc.algo, Loss: lossName,
 				Lambda: lambda, Rounds: rounds, Inner: inner, StepA: a, StepB: b, Mu: tc.mu, Fraction: fraction, Seed: seed,
 				OnRound: func(_ baseline.RoundMetrics, w []float64) { want = append(want[:0], w...) }}); err != nil {
 				t.Fatal(err)
 			}
-			l, fed := ts.create(t, CreateRequest{Name: tc.algo, Algo: tc.algo, Loss: "hinge", Lambda: lambda, Rounds: rounds,
+			req := CreateRequest{Name: tc.algo, Algo: tc.algo, Loss: lossName, Lambda: lambda, Rounds: rounds,
 				Inner: inner, StepA: a, StepB: b, Mu: tc.mu, Fraction: fraction, Seed: seed, MinParticipants: len(p.Blocks),
-				NumFeatures: p.Data.M()}, secret.FromSeed(3), "bgv")
+				NumFeatures: p.Data.M()}
+			if tc.algo == baseline.FedHybrid {
+				req.Mode = "mixed"
+			}
+			l, fed := ts.create(t, req, secret.FromSeed(3), "bgv")
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			errs := make(chan error, len(p.Blocks))

@@ -154,7 +154,7 @@ func (s *Server) federation(id string) *federation {
 // CreateRequest is the body of POST /api/federations.
 type CreateRequest struct {
 	Name   string `json:"name"`
-	Algo   string `json:"algo"`   // hyfdca (default), fedavg, hyfem-avg or hyfem-prox
+	Algo   string `json:"algo"`   // hyfdca (default), fedavg, hyfem-avg, hyfem-prox or fedhybrid
 	Scheme string `json:"scheme"` // bgv (default) or plaintext
 
 	Step     string  `json:"step"`
@@ -191,6 +191,9 @@ type CreateRequest struct {
 	StepA float64 `json:"step_a,omitempty"`
 	StepB float64 `json:"step_b,omitempty"`
 	Mu    float64 `json:"mu,omitempty"`
+	// Mode is FedHybrid's update type: newton (default), gradient or
+	// mixed; StepA and StepB are then its a_i and b_i (0: defaults).
+	Mode string `json:"mode,omitempty"`
 }
 
 // CreateResponse is what creating a federation returns. The tokens are
@@ -247,7 +250,7 @@ func (s *Server) Create(req CreateRequest) (*CreateResponse, error) {
 	cfg := protocol.Config{Lambda: req.Lambda, Loss: req.Loss, Step: req.Step, Inner: req.Inner, IIC: req.IIC,
 		Gamma: req.Gamma, Fraction: req.Fraction, Rounds: req.Rounds, Search: req.Search, Estimate: req.Estimate,
 		Seed: req.Seed, Clients: req.MinParticipants, NumFeatures: req.NumFeatures, SealPrimal: req.SealPrimal,
-		Algo: req.Algo, StepA: req.StepA, StepB: req.StepB, Mu: req.Mu}
+		Algo: req.Algo, StepA: req.StepA, StepB: req.StepB, Mu: req.Mu, Mode: req.Mode}
 	if cfg.Lambda == 0 {
 		cfg.Lambda = 1e-3
 	}
@@ -314,6 +317,7 @@ type ConfigView struct {
 	StepA           float64 `json:"step_a,omitempty"`
 	StepB           float64 `json:"step_b,omitempty"`
 	Mu              float64 `json:"mu,omitempty"`
+	Mode            string  `json:"mode,omitempty"`
 }
 
 // Status is GET /api/federations/{id}.
@@ -362,7 +366,7 @@ func (f *federation) status() Status {
 			Lambda: cfg.Lambda, Rounds: cfg.Rounds, Fraction: cfg.Fraction, Inner: cfg.Inner, IIC: cfg.IIC,
 			MinParticipants: cfg.Clients, ManualStart: !f.meta.AutoStart, RoundTimeout: time.Duration(f.meta.RoundTimeout).String(),
 			NumFeatures: cfg.NumFeatures, Seed: cfg.Seed, PStar: f.meta.PStar, SealPrimal: cfg.SealPrimal,
-			StepA: cfg.StepA, StepB: cfg.StepB, Mu: cfg.Mu},
+			StepA: cfg.StepA, StepB: cfg.StepB, Mu: cfg.Mu, Mode: cfg.Mode},
 		Round: f.coord.Round(), Phase: f.coord.Phase(), Samples: f.coord.NumTrain(),
 		Participants: []ParticipantView{}, History: []*MetricsView{},
 		WireIn: f.wireIn.Load(), WireOut: f.wireOut.Load(), Curious: f.attack != nil}

@@ -37,10 +37,11 @@ type fedFlags struct {
 func (f *fedFlags) register(fs *flag.FlagSet) {
 	r := &f.req
 	fs.StringVar(&r.Name, "name", "", "a name shown on the dashboard")
-	fs.StringVar(&r.Algo, "algo", "hyfdca", "algorithm: hyfdca, or a baseline run through the same protocol: fedavg, hyfem-avg, hyfem-prox (local SGD steps, weights averaged per feature under sealing)")
-	fs.Float64Var(&r.StepA, "step-a", 0, "baselines: the local step is a/(b+sqrt(t)); a (required by the baselines)")
-	fs.Float64Var(&r.StepB, "step-b", 0, "baselines: b of the local step a/(b+sqrt(t))")
-	fs.Float64Var(&r.Mu, "mu", 0, "hyfem-prox: weight of the proximal term mu ||w_k - w||^2")
+	fs.StringVar(&r.Algo, "algo", "hyfdca", "algorithm: hyfdca, or a baseline run through the same protocol: fedavg, hyfem-avg, hyfem-prox (local SGD steps, weights averaged per feature under sealing), fedhybrid (horizontal partitions, --loss logistic, --mu; consensus summed under sealing)")
+	fs.Float64Var(&r.StepA, "step-a", 0, "fedavg/hyfem: the local step is a/(b+sqrt(t)); a (required). fedhybrid: every a_i (0: defaults)")
+	fs.Float64Var(&r.StepB, "step-b", 0, "fedavg/hyfem: b of the local step a/(b+sqrt(t)). fedhybrid: every b_i (0: defaults)")
+	fs.Float64Var(&r.Mu, "mu", 0, "hyfem-prox: weight of the proximal term mu ||w_k - w||^2; fedhybrid: the penalty of the augmented Lagrangian (required)")
+	fs.StringVar(&r.Mode, "mode", "", "fedhybrid: newton (default), gradient or mixed updates")
 	fs.StringVar(&r.Step, "step", "hyfed", "step rule: hyfed or paper")
 	fs.StringVar(&r.Search, "search", "primal", "hyfed step size: primal or dual")
 	fs.StringVar(&r.Estimate, "estimate", "meanfield", "hyfed local estimate: meanfield or holders")

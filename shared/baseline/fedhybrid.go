@@ -213,6 +213,13 @@ func fedHybridSigmoid(t float64) float64 {
 // carries exactly (seal/bgv.go: |sum| < t/2^(FracBits+1) = 2^17).
 const fedHybridSumRange = 1 << 17
 
+// fedHybridBound is the magnitude each of n participants' sealed values may
+// have: at most half its share of the exactly carried range, so that the
+// sum of n can never wrap.
+func fedHybridBound(n int) float64 {
+	return math.Min(seal.MaxAbs, fedHybridSumRange/float64(2*max(n, 1)))
+}
+
 // fedHybridLimb is the weight of the low limb of a sealed value (below).
 const fedHybridLimb = 1 << seal.FracBits
 
@@ -238,6 +245,41 @@ type fedHybridParticipant struct {
 	// Newton-type scratch: D_i = hess f_i + mu I, its factorization.
 	hess *mat.SymDense
 	chol mat.Cholesky
+}
+
+// newFedHybridParticipant builds participant index from its block's
+// training rows, at x_i = lambda_i = 0, with L_i estimated; setSteps then
+// fixes mu and the step sizes.
+func newFedHybridParticipant(b *partition.Block, index int, newton bool, l fedHybridLoss, lambda, nTotal float64) *fedHybridParticipant {
+	x, y := fedHybridTrainRows(b)
+	p := &fedHybridParticipant{
+		index: index, newton: newton, loss: l, lambda: lambda, nTotal: nTotal,
+		x: make([]float64, b.NumFeatures), lam: make([]float64, b.NumFeatures), X: x, y: y,
+	}
+	p.smooth = l.maxSecond()*fedHybridTopEigen(x)/nTotal + p.regShare()
+	return p
+}
+
+// setSteps sets mu and the step sizes a_i, b_i (0: the defaults of
+// FedHybridOptions.A and B).
+func (p *fedHybridParticipant) setSteps(mu, a, b float64) {
+	p.mu = mu
+	switch {
+	case a > 0:
+		p.a = a
+	case p.newton:
+		p.a = 1
+	default:
+		p.a = 1 / (p.smooth + mu)
+	}
+	switch {
+	case b > 0:
+		p.b = b
+	case p.newton:
+		p.b = mu / (p.smooth + mu)
+	default:
+		p.b = mu / 2
+	}
 }
 
 // regShare is the strong convexity m_i = lambda N_i/N of f_i.
@@ -604,12 +646,7 @@ func fedHybridSetup(d *dataset.Dataset, blocks []partition.Block, o FedHybridOpt
 	ps := make([]*fedHybridParticipant, n)
 	var meanReg, meanSmooth float64
 	for i := range blocks {
-		x, y := fedHybridTrainRows(&blocks[i])
-		p := &fedHybridParticipant{
-			index: i, newton: newton[i], loss: l, lambda: o.Lambda, nTotal: nTotal,
-			x: make([]float64, d.M()), lam: make([]float64, d.M()), X: x, y: y,
-		}
-		p.smooth = l.maxSecond()*fedHybridTopEigen(x)/nTotal + p.regShare()
+		p := newFedHybridParticipant(&blocks[i], i, newton[i], l, o.Lambda, nTotal)
 		meanReg += p.regShare() / float64(n)
 		meanSmooth += p.smooth / float64(n)
 		ps[i] = p
@@ -626,23 +663,14 @@ func fedHybridSetup(d *dataset.Dataset, blocks []partition.Block, o FedHybridOpt
 	}
 	sec := secret.FromSeed(o.Seed)
 	for i, p := range ps {
-		p.mu = mu
-		switch {
-		case as != nil:
-			p.a = as[i]
-		case p.newton:
-			p.a = 1
-		default:
-			p.a = 1 / (p.smooth + mu)
+		var a, b float64
+		if as != nil {
+			a = as[i]
 		}
-		switch {
-		case bs != nil:
-			p.b = bs[i]
-		case p.newton:
-			p.b = mu / (p.smooth + mu)
-		default:
-			p.b = mu / 2
+		if bs != nil {
+			b = bs[i]
 		}
+		p.setSteps(mu, a, b)
 		// One key object per participant: keys are not safe for
 		// concurrent use, and participants step in parallel.
 		if p.key, err = seal.NewKeyFor(scheme, sec.Derive(seal.KeyPurpose)); err != nil {
@@ -666,9 +694,7 @@ func RunFedHybrid(ctx context.Context, d *dataset.Dataset, blocks []partition.Bl
 	if fraction == 0 {
 		fraction = 1
 	}
-	// Each value at most half its share of the exactly carried range, so
-	// that the sum of n can never wrap.
-	bound := math.Min(seal.MaxAbs, fedHybridSumRange/float64(2*n))
+	bound := fedHybridBound(n)
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0xfed4b))
 	start := time.Now()
 

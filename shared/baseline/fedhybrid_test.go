@@ -12,7 +12,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/hyfed/hyfed/shared/dataset"
-	"github.com/hyfed/hyfed/shared/experiment"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/seal"
 	"github.com/hyfed/hyfed/shared/secret"
@@ -23,14 +22,14 @@ import (
 // features of 100 samples each.
 var (
 	fedHybridOnce sync.Once
-	fedHybridFed  *experiment.Prepared
+	fedHybridFed  *prepared
 	fedHybridErr  error
 )
 
-func fedHybridFederation(t *testing.T) *experiment.Prepared {
+func fedHybridFederation(t *testing.T) *prepared {
 	t.Helper()
 	fedHybridOnce.Do(func() {
-		fedHybridFed, fedHybridErr = experiment.Prepare(experiment.Options{Data: "synthetic:400,10,1,0.05,3", Holdout: 0.2, Partition: "horizontal:4"})
+		fedHybridFed, fedHybridErr = prepare("synthetic:400,10,1,0.05,3", 0.2, "horizontal:4")
 	})
 	if fedHybridErr != nil {
 		t.Fatal(fedHybridErr)
@@ -515,7 +514,7 @@ func TestFedHybridCancel(t *testing.T) {
 // logistic model with FedHybrid: two take Newton-type steps, two
 // gradient-type; the server only ever adds BGV ciphertexts.
 func ExampleRunFedHybrid() {
-	p, err := experiment.Prepare(experiment.Options{Data: "synthetic:400,10,1,0.05,3", Holdout: 0.2, Partition: "horizontal:4"})
+	p, err := prepare("synthetic:400,10,1,0.05,3", 0.2, "horizontal:4")
 	if err != nil {
 		fmt.Println(err)
 		return

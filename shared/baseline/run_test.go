@@ -12,7 +12,6 @@ import (
 
 	"github.com/hyfed/hyfed/shared/averaging"
 	"github.com/hyfed/hyfed/shared/central"
-	"github.com/hyfed/hyfed/shared/experiment"
 	"github.com/hyfed/hyfed/shared/loss"
 	"github.com/hyfed/hyfed/shared/partition"
 )
@@ -27,14 +26,14 @@ const (
 
 var (
 	synthOnce sync.Once
-	synth     *experiment.Prepared
+	synth     *prepared
 	synthErr  error
 )
 
-func syntheticFederation(t *testing.T) *experiment.Prepared {
+func syntheticFederation(t *testing.T) *prepared {
 	t.Helper()
 	synthOnce.Do(func() {
-		synth, synthErr = experiment.Prepare(experiment.Options{Data: synthData, Holdout: 0.2, Partition: synthPartition})
+		synth, synthErr = prepare(synthData, 0.2, synthPartition)
 	})
 	if synthErr != nil {
 		t.Fatal(synthErr)
@@ -105,7 +104,7 @@ func TestRunDecreasesPrimal(t *testing.T) {
 }
 
 // runWithModels runs and also returns the global model after every round.
-func runWithModels(t *testing.T, p *experiment.Prepared, o Options) ([]RoundMetrics, [][]float64) {
+func runWithModels(t *testing.T, p *prepared, o Options) ([]RoundMetrics, [][]float64) {
 	t.Helper()
 	var models [][]float64
 	o.OnRound = func(_ RoundMetrics, w []float64) { models = append(models, slices.Clone(w)) }

@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 
@@ -141,5 +142,58 @@ func TestAveragingTrafficHoldsNoLocalModel(t *testing.T) {
 	}
 	if !(h[8].Primal < h[0].Primal) {
 		t.Fatalf("P %v -> %v", h[0].Primal, h[8].Primal)
+	}
+}
+
+// TestFedHybridMatchesInProcess runs FedHybrid through the coordinator,
+// the participants and the memory transport on a horizontal partition and
+// checks every round's consensus against baseline.RunFedHybrid with the
+// same settings, bit for bit; a hybrid partition is refused.
+func TestFedHybridMatchesInProcess(t *testing.T) {
+	d := testData(240, 10, 9)
+	blocks := gridBlocks(d, 4, 1)
+	for _, tc := range []struct {
+		mode     string
+		fraction float64
+	}{{"newton", 1}, {"gradient", 0.6}, {"mixed", 0.6}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			const rounds, lambda, mu, seed = 20, 1e-2, 0.05, 13
+			ref, err := baseline.RunFedHybrid(context.Background(), d, blocks, baseline.FedHybridOptions{Loss: "logistic", Lambda: lambda,
+				Rounds: rounds, Mode: tc.mode, Mu: mu, Fraction: tc.fraction, Seed: seed, Scheme: "plaintext"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := newFed(t, blocks, Config{Algo: baseline.FedHybrid, Loss: "logistic", Lambda: lambda, Rounds: rounds, Inner: 1,
+				Mu: mu, Mode: tc.mode, Fraction: tc.fraction, Seed: seed})
+			var got [][]float64
+			f.mem.Hook = func() {
+				if r := f.coord.Round(); r > len(got) && f.coord.Phase() == PhaseIP {
+					got = append(got, append([]float64(nil), f.coord.W()...))
+				}
+			}
+			h := f.run(t)
+			if len(h) != rounds+1 || len(got) != rounds {
+				t.Fatalf("%d rounds of metrics and %d models for %d rounds", len(h), len(got), rounds)
+			}
+			for r := range rounds {
+				if h[r+1].Active != ref[r].Active {
+					t.Fatalf("round %d: %d active, in process %d", r+1, h[r+1].Active, ref[r].Active)
+				}
+				for j := range ref[r].W {
+					if got[r][j] != ref[r].W[j] {
+						t.Fatalf("round %d: w[%d] = %v, in process %v", r+1, j, got[r][j], ref[r].W[j])
+					}
+				}
+			}
+			last := h[rounds]
+			if math.Abs(last.Primal-ref[rounds-1].Primal) > 1e-6*ref[rounds-1].Primal {
+				t.Fatalf("final primal %v, in process %v", last.Primal, ref[rounds-1].Primal)
+			}
+			t.Logf("fedhybrid %s fraction %v: P %.8f -> %.8f, same models as in process", tc.mode, tc.fraction, h[0].Primal, last.Primal)
+		})
+	}
+	f := newFed(t, gridBlocks(d, 2, 2), Config{Algo: baseline.FedHybrid, Loss: "logistic", Lambda: 1e-2, Rounds: 3, Inner: 1, Mu: 0.05})
+	if err := Serve(context.Background(), f.coord, f.mem, nil); err == nil || !strings.Contains(err.Error(), "horizontal partition") {
+		t.Fatalf("fedhybrid on a hybrid partition: %v, want a refusal naming the horizontal partition", err)
 	}
 }

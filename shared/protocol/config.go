@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hyfed/hyfed/shared/averaging"
+	"github.com/hyfed/hyfed/shared/baseline"
 
 	"github.com/hyfed/hyfed/shared/loss"
 )
@@ -90,19 +91,32 @@ type Config struct {
 	// participant opens the sum, and the server divides by the public
 	// number of active holders of each feature. The dual-related settings
 	// (Step, Search, Estimate, Gamma, SealPrimal) do not apply.
+	//
+	// fedhybrid (papers/003, horizontal partitions, logistic loss) runs
+	// the same way: each active participant takes a gradient- or
+	// Newton-type step (Mode) on its local copy and dual from the
+	// consensus w, seals mu x_i - lambda_i, and w becomes the opened sum
+	// over all participants (an inactive one's last vector counts again)
+	// divided by mu times their number. StepA and StepB are then its a_i
+	// and b_i (0: the defaults of baseline.FedHybridOptions).
 	Algo         string  `json:",omitempty"`
 	StepA, StepB float64 `json:",omitempty"`
-	Mu           float64 `json:",omitempty"` // HyFEM-Prox's proximal weight
+	Mu           float64 `json:",omitempty"` // HyFEM-Prox's proximal weight, FedHybrid's penalty
+	Mode         string  `json:",omitempty"` // FedHybrid: newton (default), gradient or mixed
 }
 
 // AlgoHyFDCA is the default algorithm.
 const AlgoHyFDCA = "hyfdca"
 
 // Algorithms lists the values of Config.Algo.
-var Algorithms = append([]string{AlgoHyFDCA}, averaging.Algorithms...)
+var Algorithms = append(append([]string{AlgoHyFDCA}, averaging.Algorithms...), baseline.FedHybrid)
 
-// Averaging reports whether the configuration runs an averaging averaging.
-func (c *Config) Averaging() bool { return c.Algo != "" && c.Algo != AlgoHyFDCA }
+// Baseline reports whether the configuration runs a baseline (no dual
+// values: only P and the accuracies are measured).
+func (c *Config) Baseline() bool { return c.Algo != "" && c.Algo != AlgoHyFDCA }
+
+// Averaging reports whether the configuration runs an averaging baseline.
+func (c *Config) Averaging() bool { return c.Baseline() && c.Algo != baseline.FedHybrid }
 
 // Validate checks the configuration and fills defaults.
 func (c *Config) Validate() error {
@@ -112,7 +126,25 @@ func (c *Config) Validate() error {
 	if !slices.Contains(Algorithms, c.Algo) {
 		return fmt.Errorf("config: algo %q: want one of %s", c.Algo, strings.Join(Algorithms, ", "))
 	}
-	if c.Averaging() {
+	if c.Algo == baseline.FedHybrid {
+		if c.Loss != "logistic" {
+			return fmt.Errorf("config: fedhybrid needs a smooth loss: logistic, not %q", c.Loss)
+		}
+		if !(c.Mu > 0) || math.IsInf(c.Mu, 0) {
+			return fmt.Errorf("config: fedhybrid: mu %v must be a finite number > 0", c.Mu)
+		}
+		if !(c.StepA >= 0 && c.StepB >= 0) || math.IsInf(c.StepA, 0) || math.IsInf(c.StepB, 0) {
+			return fmt.Errorf("config: fedhybrid: step sizes a %v, b %v must be finite and >= 0 (0: the defaults)", c.StepA, c.StepB)
+		}
+		if c.Mode == "" {
+			c.Mode = "newton"
+		}
+		if _, err := baseline.FedHybridNewton(c.Mode, 0); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+	} else if c.Mode != "" {
+		return fmt.Errorf("config: mode %q applies to fedhybrid only", c.Mode)
+	} else if c.Averaging() {
 		if !(c.StepA > 0) || math.IsInf(c.StepA, 0) {
 			return fmt.Errorf("config: %s: step a %v must be a finite number > 0", c.Algo, c.StepA)
 		}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/hyfed/hyfed/shared/baseline"
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
@@ -160,6 +161,9 @@ func NewCoordinator(cfg Config, scheme seal.Scheme) (*Coordinator, error) {
 		return nil, err
 	}
 	pcg := rand.NewPCG(cfg.Seed, 0xc0)
+	if cfg.Algo == baseline.FedHybrid {
+		pcg = rand.NewPCG(cfg.Seed, 0xfed4b) // RunFedHybrid's participation draws
+	}
 	return &Coordinator{cfg: cfg, scheme: scheme, now: time.Now, pcg: pcg, rng: rand.New(pcg)}, nil
 }
 
@@ -296,6 +300,9 @@ func (c *Coordinator) connect(k int, h Message) error {
 			return Errorf(CodeSchema, "client %d: returned with a different block", k)
 		}
 		cs.connected, cs.ready, cs.stale, cs.returned = true, false, true, true
+		if c.cfg.Algo == baseline.FedHybrid {
+			cs.sealedW = nil // its setup starts it again from x_i = lambda_i = 0
+		}
 		c.sendSetup(k, false)
 		c.sendNorms(k)
 		if c.waiting && !c.paused && c.quorate() {
@@ -525,6 +532,14 @@ func (c *Coordinator) align() error {
 			if !byPseud[p].heldout {
 				c.numTrain++
 				c.groups[gi].train++
+			}
+		}
+	}
+	if c.cfg.Algo == baseline.FedHybrid {
+		for k, cs := range c.clients {
+			if cs.hello != nil && len(cs.hello.Features) != cs.hello.NumFeatures {
+				return fmt.Errorf("client %d holds %d of %d features: fedhybrid needs a horizontal partition (every participant holds all features of its samples)",
+					k, len(cs.hello.Features), cs.hello.NumFeatures)
 			}
 		}
 	}
@@ -759,6 +774,15 @@ func (c *Coordinator) check(k int, m Message) error {
 	case KindLocalPart:
 		if len(m.W) != 0 || len(m.HatW) != 0 || len(m.DW) != 0 {
 			return fmt.Errorf("local-part: plaintext weights: they travel sealed only")
+		}
+		if c.cfg.Algo == baseline.FedHybrid {
+			// Two limbs a feature: slots 0..2M-1.
+			for ci := range m.Sealed {
+				if ci < 0 || ci*c.scheme.ChunkLen() >= 2*c.numFeatures {
+					return fmt.Errorf("local-part: sealed chunk %d is outside the consensus's %d slots", ci, 2*c.numFeatures)
+				}
+			}
+			return nil
 		}
 		return c.checkFeatureChunks(k, m)
 	case KindOpened:

@@ -83,6 +83,9 @@ type Message struct {
 	// stay sealable)
 	Client int `json:",omitempty"`
 	Steps  int `json:",omitempty"`
+	// local (fedhybrid): the number of participants, whose summands the
+	// consensus adds (each must stay in its share of the sealable range)
+	Participants int `json:",omitempty"`
 
 	// step
 	Active bool

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/hyfed/hyfed/shared/averaging"
+	"github.com/hyfed/hyfed/shared/baseline"
 	"github.com/hyfed/hyfed/shared/loss"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/seal"
@@ -38,7 +39,8 @@ type Participant struct {
 	pending []float64 // this round's opened direction, applied on "weights"
 	trial   []float64 // x_n.u for the round's primal direction u
 	ready   bool
-	est     []groupEstimate // per local group, for the local sequential estimate
+	est     []groupEstimate         // per local group, for the local sequential estimate
+	hybrid  *baseline.FedHybridNode // fedhybrid: x_i and lambda_i (nil until the first round after a setup)
 }
 
 // groupEstimate holds what a holder needs to estimate how the other
@@ -166,7 +168,7 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 	p.alpha = make([]float64, n)
 	p.ip = make([]float64, n)
 	p.w = make([]float64, len(p.block.Features))
-	p.pending = nil
+	p.pending, p.hybrid = nil, nil
 	p.ready = false
 	p.computeEstimates()
 	if !s.SendNorms {
@@ -286,6 +288,9 @@ func (p *Participant) sealFeatures(v []float64) (seal.Vec, error) {
 // per feature for the server's sum.
 func (p *Participant) onLocal(m Message) ([]Message, error) {
 	cfg := p.setup.Config
+	if cfg.Algo == baseline.FedHybrid {
+		return p.onFedHybrid(m)
+	}
 	if !cfg.Averaging() {
 		return nil, fmt.Errorf("participant: local steps asked of a %s federation", cfg.Algo)
 	}
@@ -317,10 +322,43 @@ func (p *Participant) onLocal(m Message) ([]Message, error) {
 	return []Message{{Kind: KindLocalPart, Round: m.Round, Sealed: v}}, nil
 }
 
+// onFedHybrid is a participant's part of a FedHybrid round: its step from
+// the consensus m.W, then its summand mu x_i - lambda_i sealed. The state
+// (x_i, lambda_i) starts at 0 with the first round after a setup: the
+// coordinator forgets its summand when it sets the participant up again.
+func (p *Participant) onFedHybrid(m Message) ([]Message, error) {
+	cfg := p.setup.Config
+	if m.Participants < 1 || m.Client < 0 {
+		return nil, fmt.Errorf("participant: fedhybrid: %d participants, client %d", m.Participants, m.Client)
+	}
+	if p.hybrid == nil {
+		n, err := baseline.NewFedHybridNode(p.block, m.Client, p.setup.NumTrain, cfg.Loss, cfg.Lambda, cfg.Mu, cfg.Mode, cfg.StepA, cfg.StepB)
+		if err != nil {
+			return nil, fmt.Errorf("participant: %w", err)
+		}
+		p.hybrid = n
+	}
+	if err := p.hybrid.Step(m.W); err != nil {
+		return nil, fmt.Errorf("participant: %w", err)
+	}
+	v, err := p.hybrid.Seal(p.key, m.Participants)
+	if err != nil {
+		return nil, fmt.Errorf("participant: %w", err)
+	}
+	return []Message{{Kind: KindLocalPart, Round: m.Round, Sealed: v}}, nil
+}
+
 // onOpen opens an aggregate of sealed primal vectors on every feature and
 // returns it (SealPrimal). The server asks for sums only; what it gets back
 // is w or the round's direction u, both of which it holds anyway.
 func (p *Participant) onOpen(m Message) ([]Message, error) {
+	if p.setup.Config.Algo == baseline.FedHybrid {
+		vals, err := baseline.FedHybridOpen(p.key, m.Sealed, p.block.NumFeatures)
+		if err != nil {
+			return nil, fmt.Errorf("participant: open: %w", err)
+		}
+		return []Message{{Kind: KindOpened, Round: m.Round, W: vals}}, nil
+	}
 	slots := make([]int, p.block.NumFeatures)
 	for i := range slots {
 		slots[i] = i

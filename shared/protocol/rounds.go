@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/hyfed/hyfed/shared/averaging"
+	"github.com/hyfed/hyfed/shared/baseline"
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
@@ -55,6 +56,10 @@ func (c *Coordinator) nextRound() {
 	}
 	for _, cs := range c.clients {
 		cs.activeRound = c.rng.Float64() < c.cfg.Fraction
+	}
+	if c.cfg.Algo == baseline.FedHybrid {
+		c.fedHybridStep()
+		return
 	}
 	var refresh []int
 	for k, cs := range c.clients {
@@ -151,6 +156,57 @@ func (c *Coordinator) sumReplies(replies map[int]Message, clients []int) (seal.V
 		return nil, false
 	}
 	return sum, true
+}
+
+// fedHybridStep is a round of FedHybrid (papers/003 Algorithm 1): the
+// active participants step from the consensus w and seal their summand
+// mu x_i - lambda_i; the server keeps each participant's last sealed
+// summand, adds all of them, a participant opens the sum, and w becomes it
+// divided by mu times the number of participants (line 12). An inactive
+// participant's last summand counts again; one that never sealed counts 0
+// (its initial x_i = lambda_i = 0).
+func (c *Coordinator) fedHybridStep() {
+	var targets []int
+	for _, k := range c.eligible() {
+		cs := c.clients[k]
+		cs.stale, cs.returned = false, false
+		if cs.activeRound {
+			targets = append(targets, k)
+		}
+	}
+	c.cur.Active = len(targets)
+	n := c.numRegistered()
+	for _, k := range targets {
+		c.send(k, Message{Kind: KindLocal, Round: c.round, W: c.onFeatures(k, c.w), Client: k, Participants: n})
+	}
+	c.await(PhaseLocal, KindLocalPart, targets, func(p *phaseState) {
+		if len(p.replies) == 0 {
+			c.ipPhase(true, nil)
+			return
+		}
+		for k, m := range p.replies {
+			c.clients[k].sealedW = m.Sealed
+		}
+		sum := seal.Vec{}
+		for k, cs := range c.clients {
+			if cs.sealedW == nil {
+				continue
+			}
+			// AddInto leaves the stored summands intact for the rounds
+			// their owners sit out.
+			if err := seal.AddInto(c.scheme, sum, cs.sealedW); err != nil {
+				c.fail(fmt.Errorf("client %d's summand: %w", k, err))
+				return
+			}
+		}
+		c.openPhase(sum, map[int]bool{}, func(vals []float64) {
+			scale := c.cfg.Mu * float64(n)
+			for j := range c.w {
+				c.w[j] = vals[j] / scale
+			}
+			c.ipPhase(true, nil)
+		}, func() { c.ipPhase(true, nil) })
+	})
 }
 
 // featureHolders counts, per feature, the given clients that hold it.
@@ -758,7 +814,7 @@ func (c *Coordinator) record(replies map[int]Message, gi int, partial bool) {
 		partial = true
 		r.Dual = math.NaN()
 	}
-	if c.cfg.Averaging() {
+	if c.cfg.Baseline() {
 		// The baselines have no dual: only P and the accuracies mean
 		// anything.
 		r.Dual, r.Gap = math.NaN(), math.NaN()
