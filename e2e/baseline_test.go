@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/hyfed/hyfed/server"
 	"github.com/hyfed/hyfed/shared/baseline"
 	"github.com/hyfed/hyfed/shared/experiment"
@@ -131,5 +133,43 @@ func TestFedHybridInTheBrowser(t *testing.T) {
 		rounds, time.Since(start).Seconds(), worst, worst/norm)
 	if !(worst <= 1e-9*norm) {
 		t.Fatalf("the model differs from RunFedHybrid's by %.3g (max norm %.3g)", worst, norm)
+	}
+}
+
+// TestCreatePageBaseline: the create page makes a HyFEM-Prox federation
+// (the baseline fields appear once the algorithm is picked) and a HyFDCA
+// one with sealed primal; the server's status holds what was chosen.
+func TestCreatePageBaseline(t *testing.T) {
+	ts := startServer(t)
+	br := newBrowser(t)
+	for _, c := range []struct {
+		algo       string
+		sealPrimal bool
+	}{{"hyfem-prox", false}, {"hyfdca", true}} {
+		tb := newTab(t, br)
+		tb.navigate(ts.URL + "/new")
+		tb.waitJS("the create form", "document.getElementById('algo') !== null", 10*time.Second)
+		if evalJS[bool](tb, "!document.getElementById('baseline-fields').hidden") {
+			t.Fatal("the baseline fields show before a baseline is picked")
+		}
+		evalJS[bool](tb, fmt.Sprintf(`(() => { const s = document.getElementById('algo'); s.value = %q; s.dispatchEvent(new Event('change')); return true })()`, c.algo))
+		if c.sealPrimal {
+			tb.do("tick seal primal", chromedp.Click("#seal-primal"))
+		} else {
+			tb.waitJS("the baseline fields", "!document.getElementById('baseline-fields').hidden && !document.getElementById('mu-label').hidden", 5*time.Second)
+			evalJS[bool](tb, `(() => { document.getElementById('step-a').value = '0.3'; document.getElementById('mu').value = '0.2'; return true })()`)
+		}
+		tb.do("create", chromedp.Click("#create"))
+		tb.waitJS("the created federation", "!document.getElementById('result').hidden", 10*time.Second)
+		id := tb.text("#fed-id")
+		st := fedStatus(t, ts.URL, id)
+		switch {
+		case st.Config.Algo != c.algo:
+			t.Fatalf("created %s, status says %s", c.algo, st.Config.Algo)
+		case c.sealPrimal && !st.Config.SealPrimal:
+			t.Fatal("seal primal was ticked, the federation does not seal it")
+		case !c.sealPrimal && (st.Config.StepA != 0.3 || st.Config.Mu != 0.2 || st.Config.StepB != 1):
+			t.Fatalf("hyfem-prox created with step a %v, b %v, mu %v; want 0.3, 1, 0.2", st.Config.StepA, st.Config.StepB, st.Config.Mu)
+		}
 	}
 }
