@@ -205,6 +205,9 @@ func (f *federation) serverView() (*ServerView, error) {
 	} else {
 		v.Note = "Dual values, their updates, inner products and squared norms reach the server only as BGV ciphertexts; the key derives from the federation secret, which the server never receives."
 	}
+	if cfg := f.coord.Config(); cfg.Baseline() {
+		v.Note += " This federation runs " + cfg.Algo + ", a baseline: no dual values move (the sealed ones below stay 0); each participant's local model reaches the server only sealed, and only their sum is opened."
+	}
 	if f.coord.Config().SealPrimal {
 		v.Note += " Sealed primal: every participant's hat_w_k and its changes arrive sealed too; the server holds only their sum, w, which a participant opens for it."
 		v.AlsoPlaintext = alsoPlaintextSealedPrimal

@@ -197,3 +197,54 @@ func TestFedHybridMatchesInProcess(t *testing.T) {
 		t.Fatalf("fedhybrid on a hybrid partition: %v, want a refusal naming the horizontal partition", err)
 	}
 }
+
+// TestAveragingRestore: a FedAvg federation whose server dies mid-round
+// and comes back from its last checkpoint ends with the uninterrupted
+// run's model, bit for bit (the participants keep nothing between rounds
+// but the step count, which the checkpoint holds).
+func TestAveragingRestore(t *testing.T) {
+	d := testData(200, 8, 4)
+	blocks := gridBlocks(d, 2, 2)
+	// Quorum 1: the first round after the restore waits for everyone.
+	cfg := Config{Algo: baseline.FedAvg, Lambda: 1e-2, Rounds: 30, Inner: 5, StepA: 0.3, StepB: 1, Fraction: 0.7, Seed: 5, Quorum: 1}
+	whole := newFed(t, blocks, cfg)
+	whole.run(t)
+	last := crashAt(t, newFed(t, blocks, cfg), 12, PhaseLocal)
+	c, err := Restore(seal.Plaintext{Len: 64}, last.Setup, last.RoundData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newFed(t, blocks, cfg)
+	g.coord = c
+	if h := g.run(t); len(h) != cfg.Rounds+1 {
+		t.Fatalf("%d rounds recorded, want %d", len(h), cfg.Rounds+1)
+	}
+	for j, v := range whole.coord.W() {
+		if c.W()[j] != v {
+			t.Fatalf("after a restore w[%d] = %v, uninterrupted %v", j, c.W()[j], v)
+		}
+	}
+}
+
+// TestAveragingReturningParticipantTakesPart: a participant that leaves
+// and comes back is active again in the next rounds (the baselines have
+// no dual values for it to catch up on).
+func TestAveragingReturningParticipantTakesPart(t *testing.T) {
+	d := testData(200, 8, 4)
+	f := newFed(t, gridBlocks(d, 2, 2), Config{Algo: baseline.FedAvg, Lambda: 1e-2, Rounds: 14, Inner: 5, StepA: 0.3, StepB: 1, Seed: 5})
+	f.mem.Hook = func() {
+		r := f.coord.Round()
+		switch {
+		case r >= 5 && r < 8 && f.mem.Connected(2):
+			f.mem.Drop(2)
+		case r >= 8 && !f.mem.Connected(2):
+			if err := f.mem.Join(2); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	h := f.run(t)
+	if h[6].Active != 3 || h[14].Active != 4 {
+		t.Fatalf("active participants: round 6 %d (want 3, one away), round 14 %d (want 4, it is back)", h[6].Active, h[14].Active)
+	}
+}

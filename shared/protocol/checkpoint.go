@@ -181,6 +181,9 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 		if k < len(rs.LocalSteps) {
 			cs.localSteps = rs.LocalSteps[k]
 		}
+		if c.cfg.Baseline() {
+			continue // no primal contributions: the participants hold their models
+		}
 		if c.cfg.SealPrimal {
 			if k < len(rs.SealedW) && len(rs.SealedW[k]) > 0 {
 				if cs.sealedW, err = seal.UnmarshalVec(scheme, rs.SealedW[k], c.numFeatures/scheme.ChunkLen()+1); err != nil {

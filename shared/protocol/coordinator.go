@@ -578,7 +578,7 @@ func (c *Coordinator) align() error {
 			}
 		}
 		cs.hatW, cs.sealedW = nil, nil
-		if !c.cfg.SealPrimal {
+		if !c.cfg.SealPrimal && !c.cfg.Baseline() {
 			cs.hatW = make([]float64, len(h.Features))
 		}
 	}

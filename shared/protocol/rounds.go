@@ -97,10 +97,10 @@ func (c *Coordinator) nextRound() {
 // holders divided by their number (public). A feature without an active
 // holder keeps its weight. Then the round's metrics, as HyFDCA's.
 func (c *Coordinator) averageStep() {
+	c.noRefresh()
 	var targets []int
 	for _, k := range c.eligible() {
 		cs := c.clients[k]
-		cs.stale, cs.returned = false, false // no dual values to refresh
 		if cs.activeRound && cs.trainN > 0 {
 			targets = append(targets, k)
 		}
@@ -166,10 +166,10 @@ func (c *Coordinator) sumReplies(replies map[int]Message, clients []int) (seal.V
 // participant's last summand counts again; one that never sealed counts 0
 // (its initial x_i = lambda_i = 0).
 func (c *Coordinator) fedHybridStep() {
+	c.noRefresh()
 	var targets []int
 	for _, k := range c.eligible() {
 		cs := c.clients[k]
-		cs.stale, cs.returned = false, false
 		if cs.activeRound {
 			targets = append(targets, k)
 		}
@@ -207,6 +207,16 @@ func (c *Coordinator) fedHybridStep() {
 			c.ipPhase(true, nil)
 		}, func() { c.ipPhase(true, nil) })
 	})
+}
+
+// noRefresh makes the set-up participants that returned eligible again:
+// the baselines keep no dual values for them to catch up on.
+func (c *Coordinator) noRefresh() {
+	for _, cs := range c.clients {
+		if cs.connected && cs.ready {
+			cs.stale, cs.returned = false, false
+		}
+	}
 }
 
 // featureHolders counts, per feature, the given clients that hold it.
