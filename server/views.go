@@ -197,18 +197,19 @@ func (f *federation) serverView() (*ServerView, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	cfg := f.coord.Config()
 	v := &ServerView{ID: f.meta.ID, Name: f.meta.Name, State: f.stateLocked(), Round: f.coord.Round(), Scheme: f.meta.Scheme,
-		NumFeatures: f.coord.Config().NumFeatures, SlotsPerCipher: f.scheme.ChunkLen(),
+		NumFeatures: cfg.NumFeatures, SlotsPerCipher: f.scheme.ChunkLen(),
 		Participants: []ParticipantHeld{}, AlsoPlaintext: alsoPlaintext, ServerCanReadDual: plain}
 	if plain {
 		v.Note = "This federation runs WITHOUT encryption (--plaintext): the server can read every dual value it holds, and the values below are read from them."
 	} else {
 		v.Note = "Dual values, their updates, inner products and squared norms reach the server only as BGV ciphertexts; the key derives from the federation secret, which the server never receives."
 	}
-	if cfg := f.coord.Config(); cfg.Baseline() {
+	if cfg.Baseline() {
 		v.Note += " This federation runs " + cfg.Algo + ", a baseline: no dual values move (the sealed ones below stay 0); each participant's local model reaches the server only sealed, and only their sum is opened."
 	}
-	if f.coord.Config().SealPrimal {
+	if cfg.SealPrimal {
 		v.Note += " Sealed primal: every participant's hat_w_k and its changes arrive sealed too; the server holds only their sum, w, which a participant opens for it."
 		v.AlsoPlaintext = alsoPlaintextSealedPrimal
 	}
@@ -263,9 +264,9 @@ func (f *federation) serverView() (*ServerView, error) {
 				p.HatW = plainView("primal contribution hat_w_k (on its features)", hw, held.Clients[k].Features)
 			}
 			if dw, r := f.coord.LastChange(k); dw != nil {
-				p.Change = plainView(fmt.Sprintf("change of hat_w_k received in round %d: dw_k = X_k^T d, a combination of the %d sample(s) per group the round moved", r, f.coord.Config().Inner), dw, held.Clients[k].Features)
+				p.Change = plainView(fmt.Sprintf("change of hat_w_k received in round %d: dw_k = X_k^T d, a combination of the %d sample(s) per group the round moved", r, cfg.Inner), dw, held.Clients[k].Features)
 			}
-			p.PrimalSealed = f.coord.Config().SealPrimal
+			p.PrimalSealed = cfg.SealPrimal
 		}
 		v.Participants = append(v.Participants, p)
 	}

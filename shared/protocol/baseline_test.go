@@ -45,27 +45,7 @@ func TestAveragingMatchesInProcessBaselines(t *testing.T) {
 			}
 			f := newFed(t, blocks, Config{Algo: tc.algo, Loss: "hinge", Lambda: lambda, Rounds: rounds, Inner: inner,
 				StepA: a, StepB: b, Mu: tc.mu, Fraction: tc.fraction, Seed: seed})
-			var got [][]float64
-			f.mem.Hook = func() {
-				if r := f.coord.Round(); r > len(got) && f.coord.Phase() == PhaseIP {
-					// The round's average is in w once its metrics start.
-					got = append(got, append([]float64(nil), f.coord.W()...))
-				}
-			}
-			h := f.run(t)
-			if len(h) != rounds+1 || len(got) != rounds {
-				t.Fatalf("%d rounds of metrics and %d models for %d rounds", len(h), len(got), rounds)
-			}
-			for r := 0; r < rounds; r++ {
-				if h[r+1].Active != active[r] {
-					t.Fatalf("round %d: %d active, in process %d", r+1, h[r+1].Active, active[r])
-				}
-				for j := range want[r] {
-					if got[r][j] != want[r][j] {
-						t.Fatalf("round %d: w[%d] = %v, in process %v", r+1, j, got[r][j], want[r][j])
-					}
-				}
-			}
+			h := runMatching(t, f, rounds, want, active)
 			last, ref := h[rounds], hist[rounds-1]
 			if math.Abs(last.Primal-ref.Primal) > 1e-6*ref.Primal || !math.IsNaN(last.Dual) || !math.IsNaN(last.Gap) {
 				t.Fatalf("final primal %v (dual %v, gap %v), in process %v", last.Primal, last.Dual, last.Gap, ref.Primal)
@@ -76,6 +56,34 @@ func TestAveragingMatchesInProcessBaselines(t *testing.T) {
 			t.Logf("%s fraction %v: P %.6f -> %.6f, same as in process", tc.algo, tc.fraction, h[0].Primal, last.Primal)
 		})
 	}
+}
+
+// runMatching runs f and checks every round against an in-process run:
+// the same number of active participants and the same model w, bit for
+// bit (w holds the round's model once its metrics start).
+func runMatching(t *testing.T, f *fed, rounds int, want [][]float64, active []int) []RoundMetrics {
+	t.Helper()
+	var got [][]float64
+	f.mem.Hook = func() {
+		if r := f.coord.Round(); r > len(got) && f.coord.Phase() == PhaseIP {
+			got = append(got, append([]float64(nil), f.coord.W()...))
+		}
+	}
+	h := f.run(t)
+	if len(h) != rounds+1 || len(got) != rounds || len(want) != rounds {
+		t.Fatalf("%d rounds of metrics, %d models and %d in process for %d rounds", len(h), len(got), len(want), rounds)
+	}
+	for r := range rounds {
+		if h[r+1].Active != active[r] {
+			t.Fatalf("round %d: %d active, in process %d", r+1, h[r+1].Active, active[r])
+		}
+		for j := range want[r] {
+			if got[r][j] != want[r][j] {
+				t.Fatalf("round %d: w[%d] = %v, in process %v", r+1, j, got[r][j], want[r][j])
+			}
+		}
+	}
+	return h
 }
 
 // TestAveragingTrafficHoldsNoLocalModel: under BGV the server receives
@@ -165,26 +173,12 @@ func TestFedHybridMatchesInProcess(t *testing.T) {
 			}
 			f := newFed(t, blocks, Config{Algo: baseline.FedHybrid, Loss: "logistic", Lambda: lambda, Rounds: rounds, Inner: 1,
 				Mu: mu, Mode: tc.mode, Fraction: tc.fraction, Seed: seed})
-			var got [][]float64
-			f.mem.Hook = func() {
-				if r := f.coord.Round(); r > len(got) && f.coord.Phase() == PhaseIP {
-					got = append(got, append([]float64(nil), f.coord.W()...))
-				}
+			var want [][]float64
+			var active []int
+			for _, r := range ref {
+				want, active = append(want, r.W), append(active, r.Active)
 			}
-			h := f.run(t)
-			if len(h) != rounds+1 || len(got) != rounds {
-				t.Fatalf("%d rounds of metrics and %d models for %d rounds", len(h), len(got), rounds)
-			}
-			for r := range rounds {
-				if h[r+1].Active != ref[r].Active {
-					t.Fatalf("round %d: %d active, in process %d", r+1, h[r+1].Active, ref[r].Active)
-				}
-				for j := range ref[r].W {
-					if got[r][j] != ref[r].W[j] {
-						t.Fatalf("round %d: w[%d] = %v, in process %v", r+1, j, got[r][j], ref[r].W[j])
-					}
-				}
-			}
+			h := runMatching(t, f, rounds, want, active)
 			last := h[rounds]
 			if math.Abs(last.Primal-ref[rounds-1].Primal) > 1e-6*ref[rounds-1].Primal {
 				t.Fatalf("final primal %v, in process %v", last.Primal, ref[rounds-1].Primal)

@@ -187,17 +187,9 @@ func (c *Coordinator) fedHybridStep() {
 		for k, m := range p.replies {
 			c.clients[k].sealedW = m.Sealed
 		}
-		sum := seal.Vec{}
-		for k, cs := range c.clients {
-			if cs.sealedW == nil {
-				continue
-			}
-			// AddInto leaves the stored summands intact for the rounds
-			// their owners sit out.
-			if err := seal.AddInto(c.scheme, sum, cs.sealedW); err != nil {
-				c.fail(fmt.Errorf("client %d's summand: %w", k, err))
-				return
-			}
+		sum, ok := c.sumStored()
+		if !ok {
+			return
 		}
 		c.openPhase(sum, map[int]bool{}, func(vals []float64) {
 			scale := c.cfg.Mu * float64(n)
@@ -217,6 +209,24 @@ func (c *Coordinator) noRefresh() {
 			cs.stale, cs.returned = false, false
 		}
 	}
+}
+
+// sumStored adds every client's stored sealed vector (sealedW: a share of
+// w under SealPrimal's paper rule, FedHybrid's last summand); one never
+// stored counts 0. AddInto leaves the stored vectors intact for the rounds
+// their owners sit out. On an error the federation fails and ok is false.
+func (c *Coordinator) sumStored() (seal.Vec, bool) {
+	sum := seal.Vec{}
+	for k, cs := range c.clients {
+		if cs.sealedW == nil {
+			continue
+		}
+		if err := seal.AddInto(c.scheme, sum, cs.sealedW); err != nil {
+			c.fail(fmt.Errorf("client %d's stored sealed vector: %w", k, err))
+			return nil, false
+		}
+	}
+	return sum, true
 }
 
 // featureHolders counts, per feature, the given clients that hold it.
@@ -274,15 +284,9 @@ func (c *Coordinator) refreshPhase(targets []int, then func()) {
 // their sum is opened by a participant. If nobody is left to open it, w
 // stays as it was and is opened before the next step.
 func (c *Coordinator) openW(then func()) {
-	sum := seal.Vec{}
-	for k, cs := range c.clients {
-		if cs.sealedW == nil {
-			continue
-		}
-		if err := seal.AddInto(c.scheme, sum, cs.sealedW); err != nil {
-			c.fail(fmt.Errorf("client %d's share of w: %w", k, err))
-			return
-		}
+	sum, ok := c.sumStored()
+	if !ok {
+		return
 	}
 	c.openPhase(sum, map[int]bool{}, func(w []float64) {
 		copy(c.w, w)
