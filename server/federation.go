@@ -25,16 +25,16 @@ type federation struct {
 	log    *slog.Logger
 	scheme seal.Scheme
 
-	mu       sync.Mutex
-	meta     meta
-	coord    *protocol.Coordinator
-	broken   string // the state on disk could not be restored
-	conns    map[int]*conn
+	mu     sync.Mutex
+	meta   meta
+	coord  *protocol.Coordinator
+	broken string // the state on disk could not be restored
+	conns  map[int]*conn
 	// sessions maps session token hashes to clients. It has its own lock
 	// so that checking a token never waits for a round's work under mu.
 	sessMu   sync.RWMutex
 	sessions map[string]int
-	names    []string       // per client
+	names    []string // per client
 	timer    *time.Timer
 	timerSeq int
 	reported int // history entries already sent as events
