@@ -137,7 +137,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		OpenCreate: *openCreate, MaxFederations: *maxFeds, MaxPerCreator: *maxPerCreator, CreateRate: *createRate,
 		UnstartedTTL: *unstartedTTL, Retention: *retention, TLS: *cert != "", MaxConns: *maxConns,
 		HelloLimit: *maxHello,
-		Limits: protocol.Limits{MaxBytes: *maxFrame, MaxChunks: protocol.DefaultLimits.MaxChunks}}
+		Limits:     protocol.Limits{MaxBytes: *maxFrame, MaxChunks: protocol.DefaultLimits.MaxChunks}}
 	if *origins != "" {
 		opt.AllowedOrigins = strings.Split(*origins, ",")
 	}
