@@ -849,6 +849,7 @@ func (c *Coordinator) record(replies map[int]Message, gi int, partial bool) {
 		r.HeldAcc = r.TrainAcc
 	}
 	c.history = append(c.history, *r)
+	c.keepIfBest(*r)
 	c.cur = RoundMetrics{Seconds: map[string]float64{}}
 }
 
