@@ -357,7 +357,8 @@ func (s *Summary) Finish(last protocol.RoundMetrics, seconds float64) {
 // least one), of a round's relative loss to the lowest relative loss of
 // the rounds up to it: how much worse than the best seen the last iterate
 // gets near the end. Rounds without a primal (NaN) are skipped; NaN if
-// there is none.
+// there is none, or if the best is not above 0 (P* no better than a
+// federated primal: the ratio says nothing).
 func Swing(rels []float64) float64 {
 	from := len(rels) - max(1, len(rels)/10)
 	best, worst := math.Inf(1), math.NaN()
@@ -366,6 +367,9 @@ func Swing(rels []float64) float64 {
 			continue
 		}
 		best = math.Min(best, r)
+		if best <= 0 {
+			return math.NaN()
+		}
 		if i >= from {
 			if q := r / best; math.IsNaN(worst) || q > worst {
 				worst = q

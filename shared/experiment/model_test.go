@@ -131,3 +131,26 @@ func heldOut(d *dataset.Dataset) int {
 	}
 	return n
 }
+
+func TestSwing(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name string
+		rels []float64
+		want float64
+	}{
+		{"falling", []float64{1, 0.5, 0.25, 0.125}, 1},
+		{"jump at the end", []float64{1, 0.5, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.5, 0.75}, 3},
+		{"jump before the last tenth does not count", []float64{1, 0.5, 2, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, 1},
+		{"rounds without a primal", []float64{1, nan, 0.5, nan, 1}, 2},
+		{"last tenth without a primal", []float64{1, 0.5, nan}, nan},
+		{"none", nil, nan},
+		{"best not above 0", []float64{1, -1e-9, 0.1}, nan},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Swing(tc.rels); got != tc.want && !(math.IsNaN(got) && math.IsNaN(tc.want)) {
+				t.Fatalf("Swing(%v) = %v, want %v", tc.rels, got, tc.want)
+			}
+		})
+	}
+}
