@@ -856,7 +856,7 @@ func (c *Coordinator) check(k int, m Message) error {
 		if len(c.phaseGrid) > 0 {
 			n = len(c.phaseGrid)
 		}
-		if len(m.GridLoss) != n || len(m.GridConj) != n || len(m.GridLossUp) != n || len(m.GridWDot) != n || len(m.GridTrainOK) != n || len(m.GridHeldOK) != n {
+		if len(m.GridLoss) != n || len(m.GridConj) != n || len(m.GridWDot) != n || len(m.GridTrainOK) != n || len(m.GridHeldOK) != n {
 			return fmt.Errorf("metrics: want %d priced steps", n)
 		}
 		if m.TrainN < 0 || m.HeldN < 0 {
@@ -868,9 +868,6 @@ func (c *Coordinator) check(k int, m Message) error {
 			}
 		}
 		if err := finite("GridLoss", m.GridLoss...); err != nil {
-			return err
-		}
-		if err := finite("GridLossUp", m.GridLossUp...); err != nil {
 			return err
 		}
 		if err := finite("GridWDot", m.GridWDot...); err != nil {

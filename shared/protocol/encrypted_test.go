@@ -137,7 +137,6 @@ func TestEncryptedTrafficHoldsNoSecrets(t *testing.T) {
 			add("DConj", m.DConj)
 			add("GridLoss", m.GridLoss...)
 			add("GridConj", m.GridConj...)
-			add("GridLossUp", m.GridLossUp...)
 			add("GridWDot", m.GridWDot...)
 			add("GroupStats", m.GroupStats...)
 			// Grid and Gamma are left out: step sizes the server picks

@@ -653,7 +653,6 @@ func (p *Participant) onIP(m Message) ([]Message, error) {
 	}
 	r := Message{Kind: KindMetrics, Round: m.Round}
 	r.GridLoss = make([]float64, len(grid))
-	r.GridLossUp = make([]float64, len(grid))
 	r.GridConj = make([]float64, len(grid))
 	r.GridTrainOK = make([]int, len(grid))
 	r.GridHeldOK = make([]int, len(grid))
@@ -684,16 +683,16 @@ func (p *Participant) onIP(m Message) ([]Message, error) {
 			if ok {
 				r.GridTrainOK[gi]++
 			}
-			r.GridLoss[gi] += p.loss.Value(z, y)
 			// The loss at the exact margin is at most the loss at the
 			// margin moved against the label by the rounding bound (both
 			// losses fall as y z grows): a primal that is never below
-			// P(w), so never below P*.
+			// P(w), so never below P*. (Accuracy keeps the margin as
+			// opened: the bound has no sign to give.)
 			e := p.ipErr[i]
 			if t != nil {
 				e += g * p.roundingBound(i)
 			}
-			r.GridLossUp[gi] += p.loss.Value(z-y*e, y)
+			r.GridLoss[gi] += p.loss.Value(z-y*e, y)
 			a := p.alpha[i]
 			if p.pending != nil {
 				a += p.increment(i, g) // what the step would add
@@ -703,7 +702,7 @@ func (p *Participant) onIP(m Message) ([]Message, error) {
 	}
 	r.GridWDot = p.wDots(grid, t != nil)
 	for gi := range grid {
-		if math.IsNaN(r.GridLoss[gi]) || math.IsNaN(r.GridLossUp[gi]) || math.IsNaN(r.GridConj[gi]) || math.IsNaN(r.GridWDot[gi]) {
+		if math.IsNaN(r.GridLoss[gi]) || math.IsNaN(r.GridConj[gi]) || math.IsNaN(r.GridWDot[gi]) {
 			return nil, fmt.Errorf("participant: metrics are not finite")
 		}
 	}

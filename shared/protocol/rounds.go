@@ -810,7 +810,7 @@ func (c *Coordinator) record(replies map[int]Message, gi int, partial bool) {
 	var trainOK, trainN, heldOK, heldN int
 	for _, k := range sortedKeys(replies) {
 		m := replies[k]
-		lossSum += m.GridLossUp[gi]
+		lossSum += m.GridLoss[gi]
 		conjSum += m.GridConj[gi]
 		trainOK += m.GridTrainOK[gi]
 		trainN += m.TrainN
