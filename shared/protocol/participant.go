@@ -694,7 +694,7 @@ func (p *Participant) onIP(m Message) ([]Message, error) {
 			}
 			r.GridLoss[gi] += p.loss.Value(z-y*e, y)
 			a := p.alpha[i]
-			if p.pending != nil {
+			if p.pending != nil && p.pending[i] != 0 {
 				a += p.increment(i, g) // what the step would add
 			}
 			r.GridConj[gi] += p.loss.Conj(a, y)
