@@ -172,7 +172,8 @@ func assertNoPlaintext(t *testing.T, frames map[int][][]byte, blocks []*partitio
 				}
 			}
 			for name, v := range map[string]int{"HatW": len(m.HatW), "DW": len(m.DW), "GroupStats": len(m.GroupStats),
-				"GridLoss": len(m.GridLoss), "GridConj": len(m.GridConj), "GridTrainOK": len(m.GridTrainOK)} {
+				"GridLoss": len(m.GridLoss), "GridConj": len(m.GridConj), "GridWDot": len(m.GridWDot),
+				"GridTrainOK": len(m.GridTrainOK)} {
 				if v > 0 && samples[v] && !features[v] {
 					t.Fatalf("client %d frame %d (%s): plaintext %s has one entry per sample (%d)", client, i, m.Kind, name, v)
 				}

@@ -256,7 +256,7 @@ func checkNoPlaintext(t *testing.T, frames []recorded, blocks []partition.Block,
 			}
 		}
 		for name, vs := range map[string][]float64{"HatW": m.HatW, "DW": m.DW, "DConj": {m.DConj}, "GridLoss": m.GridLoss,
-			"GridConj": m.GridConj, "GroupStats": m.GroupStats, "W": m.W} {
+			"GridConj": m.GridConj, "GridWDot": m.GridWDot, "GroupStats": m.GroupStats, "W": m.W} {
 			for _, v := range vs {
 				plain = append(plain, field{string(m.Kind) + "." + name, v})
 			}

@@ -6,6 +6,7 @@ package experiment
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -87,6 +88,34 @@ type Summary struct {
 	BytesOut      int                `json:"bytes_from_server"`
 	DualDecreases int                `json:"dual_decreases"`
 	CentralSecs   float64            `json:"central_seconds,omitempty"`
+
+	// The model the federation hands out (protocol.Coordinator.Model):
+	// the round with the lowest primal, its relative loss and the
+	// held-out and training accuracy of that round's w. -1 and NaN
+	// (null) without a round with a primal.
+	BestRound         int   `json:"best_round"`
+	BestPrimal        Float `json:"best_primal"`
+	BestRelativeLoss  Float `json:"best_relative_loss"`
+	BestAccuracy      Float `json:"best_accuracy"`
+	BestTrainAccuracy Float `json:"best_train_accuracy"`
+	// Swing is the last iterate's largest relative loss over the last
+	// tenth of the rounds divided by the lowest relative loss seen up to
+	// then (1: no jump; the handed-out model's is 1 by construction).
+	Swing Float `json:"swing_last_tenth"`
+
+	rels []float64 // every round's relative loss, for Swing
+}
+
+// Float is a float64 that encodes NaN and infinities as JSON null.
+type Float float64
+
+// MarshalJSON implements json.Marshaler.
+func (f Float) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(v)
 }
 
 // Thresholds of relative loss reported in RoundsTo.
@@ -282,6 +311,7 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 // returns r's relative loss.
 func (s *Summary) AddRound(prev []protocol.RoundMetrics, r protocol.RoundMetrics, elapsed float64) float64 {
 	if s.RoundsTo == nil {
+		s.BestRound = -1
 		s.RoundsTo = map[string]int{}
 		s.SecondsTo = map[string]float64{}
 		for _, th := range Thresholds {
@@ -290,6 +320,12 @@ func (s *Summary) AddRound(prev []protocol.RoundMetrics, r protocol.RoundMetrics
 		}
 	}
 	rel := (r.Primal - s.PStar) / s.PStar
+	s.rels = append(s.rels, rel)
+	if !r.Partial && !math.IsNaN(r.Primal) && (s.BestRound < 0 || r.Primal < float64(s.BestPrimal)) {
+		// The coordinator's rule (Coordinator.Model): first lowest wins.
+		s.BestRound, s.BestPrimal, s.BestRelativeLoss = r.Round, Float(r.Primal), Float(rel)
+		s.BestAccuracy, s.BestTrainAccuracy = Float(r.HeldAcc), Float(r.TrainAcc)
+	}
 	for _, th := range Thresholds {
 		if s.RoundsTo[thKey(th)] < 0 && rel < th {
 			s.RoundsTo[thKey(th)] = r.Round
@@ -310,6 +346,37 @@ func (s *Summary) Finish(last protocol.RoundMetrics, seconds float64) {
 	s.RelativeLoss = (last.Primal - s.PStar) / s.PStar
 	s.Accuracy, s.TrainAccuracy = last.HeldAcc, last.TrainAcc
 	s.Seconds = seconds
+	if s.BestRound < 0 {
+		nan := Float(math.NaN())
+		s.BestPrimal, s.BestRelativeLoss, s.BestAccuracy, s.BestTrainAccuracy = nan, nan, nan, nan
+	}
+	s.Swing = Float(Swing(s.rels))
+}
+
+// Swing returns the largest ratio, over the last tenth of the rounds (at
+// least one), of a round's relative loss to the lowest relative loss of
+// the rounds up to it: how much worse than the best seen the last iterate
+// gets near the end. Rounds without a primal (NaN) are skipped; NaN if
+// there is none, or if the best is not above 0 (P* no better than a
+// federated primal: the ratio says nothing).
+func Swing(rels []float64) float64 {
+	from := len(rels) - max(1, len(rels)/10)
+	best, worst := math.Inf(1), math.NaN()
+	for i, r := range rels {
+		if math.IsNaN(r) {
+			continue
+		}
+		best = math.Min(best, r)
+		if best <= 0 {
+			return math.NaN()
+		}
+		if i >= from {
+			if q := r / best; math.IsNaN(worst) || q > worst {
+				worst = q
+			}
+		}
+	}
+	return worst
 }
 
 func thKey(th float64) string { return strconv.FormatFloat(th, 'g', -1, 64) }

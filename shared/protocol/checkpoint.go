@@ -10,7 +10,9 @@ import (
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
-// checkpointVersion changes whenever the saved state changes shape.
+// checkpointVersion changes whenever the saved state changes shape so that
+// this build can no longer read an older one; a field added that may be
+// absent (as Best) does not change it.
 const checkpointVersion = 1
 
 // Checkpoint is the coordinator's state at a round boundary, in two parts:
@@ -57,6 +59,9 @@ type roundState struct {
 	History     []RoundMetrics
 	RNG         []byte
 	Finished    bool
+	// Best is the model handed out (Coordinator.Model); absent in
+	// checkpoints from before it was kept.
+	Best *Iterate
 }
 
 // EnableCheckpoints makes the coordinator capture its state at every round
@@ -90,7 +95,7 @@ func (c *Coordinator) checkpoint() *Checkpoint {
 		c.setupDigest = sha256.Sum256(c.setupBlob)
 	}
 	rs := roundState{Version: checkpointVersion, SetupDigest: c.setupDigest, Round: c.round, W: c.w,
-		History: c.history, Finished: c.round >= c.cfg.Rounds}
+		History: c.history, Finished: c.round >= c.cfg.Rounds, Best: c.best}
 	var err error
 	if rs.Alpha, err = seal.MarshalVec(c.scheme, c.alpha); err != nil {
 		panic(fmt.Sprintf("checkpoint: dual values: %v", err))
@@ -173,6 +178,12 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 		return nil, fmt.Errorf("restore: saved state does not match the registrations")
 	}
 	c.groupStats, c.w = st.GroupStats, rs.W
+	if b := rs.Best; b != nil {
+		if len(b.W) != c.numFeatures || b.Round < 0 || b.Round > rs.Round {
+			return nil, fmt.Errorf("restore: the best iterate (round %d, %d weights) does not fit round %d's %d features", b.Round, len(b.W), rs.Round, c.numFeatures)
+		}
+		c.best = b
+	}
 	for k, cs := range c.clients {
 		if cs.hello == nil {
 			continue

@@ -20,7 +20,8 @@ func TestRestoreFinishesAtTheSameOptimum(t *testing.T) {
 			cfg := Config{Lambda: 1e-2, Inner: 25, Fraction: 0.7, Rounds: 200, Seed: 5}
 			whole := newFedScheme(t, blocks, cfg, scheme).run(t)
 
-			last := crashAt(t, newFedScheme(t, blocks, cfg, scheme), 31, PhaseDirection) // the server dies mid-round
+			crashed := newFedScheme(t, blocks, cfg, scheme)
+			last := crashAt(t, crashed, 31, PhaseDirection) // the server dies mid-round
 			if last == nil || last.Round != 30 {
 				t.Fatalf("last checkpoint %+v, want round 30", last)
 			}
@@ -30,6 +31,11 @@ func TestRestoreFinishesAtTheSameOptimum(t *testing.T) {
 			}
 			if !c.Waiting() || c.Round() != 30 || len(c.History()) != 31 {
 				t.Fatalf("restored: waiting %v round %d history %d", c.Waiting(), c.Round(), len(c.History()))
+			}
+			// The model handed out comes back: the best of rounds 0-30.
+			if got, want := c.Model(), crashed.coord.Model(); !want.Best || !sameIterate(got, want) {
+				t.Fatalf("restored model: round %d P %v best %v, before the crash: round %d P %v best %v",
+					got.Round, got.Primal, got.Best, want.Round, want.Primal, want.Best)
 			}
 			g := newFedScheme(t, blocks, cfg, scheme) // fresh participants, joining again
 			g.coord = c
@@ -41,6 +47,9 @@ func TestRestoreFinishesAtTheSameOptimum(t *testing.T) {
 				if r.Round != i {
 					t.Fatalf("history entry %d is round %d: a round lost or doubled", i, r.Round)
 				}
+			}
+			if m := g.coord.Model(); m.Round != bestRound(h) || m.Primal != h[m.Round].Primal {
+				t.Fatalf("model of the restored run: round %d P %v; the lowest primal recorded: round %d", m.Round, m.Primal, bestRound(h))
 			}
 			for i := 0; i <= 30; i++ {
 				if h[i].Primal != whole[i].Primal && !(math.IsNaN(h[i].Primal) && math.IsNaN(whole[i].Primal)) {
@@ -106,4 +115,29 @@ func TestRestoreRefusesMismatchedParts(t *testing.T) {
 	if !c.Finished() {
 		t.Fatal("a checkpoint after the last round restores unfinished")
 	}
+}
+
+// sameIterate compares two iterates bit for bit.
+func sameIterate(a, b Iterate) bool {
+	if a.Round != b.Round || a.Primal != b.Primal || a.HeldAcc != b.HeldAcc || a.TrainAcc != b.TrainAcc ||
+		a.Best != b.Best || len(a.W) != len(b.W) {
+		return false
+	}
+	for i := range a.W {
+		if a.W[i] != b.W[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// bestRound returns the first round with the lowest primal in h (-1: none).
+func bestRound(h []RoundMetrics) int {
+	best := -1
+	for i, r := range h {
+		if !r.Partial && !math.IsNaN(r.Primal) && (best < 0 || r.Primal < h[best].Primal) {
+			best = i
+		}
+	}
+	return best
 }

@@ -124,6 +124,7 @@ type Coordinator struct {
 	phase   *phaseState
 	cur     RoundMetrics
 	history []RoundMetrics
+	best    *Iterate // the certified iterate with the lowest primal so far
 	out     []Envelope
 
 	// round scratch
@@ -185,6 +186,44 @@ func (c *Coordinator) History() []RoundMetrics { return c.history }
 
 // W returns the current global model.
 func (c *Coordinator) W() []float64 { return c.w }
+
+// Iterate is one round's model with its metrics.
+type Iterate struct {
+	Round    int
+	Primal   float64 // certified: never below P(W) (RoundMetrics.Primal)
+	TrainAcc float64
+	HeldAcc  float64 // held-out accuracy of W itself
+	W        []float64
+	// Best: the iterate with the lowest primal of the rounds so far;
+	// otherwise the current one (no round was complete yet).
+	Best bool
+}
+
+// Model returns the model the federation hands out: the iterate of the
+// round with the lowest primal so far, not the last one, which can be far
+// worse when the step overshoots (the primal swings while the dual
+// climbs). Before any round with a primal (all participants answering) it
+// is the current iterate, with Best false and a NaN primal. W is a copy.
+func (c *Coordinator) Model() Iterate {
+	if b := c.best; b != nil {
+		out := *b
+		out.W = append([]float64(nil), b.W...)
+		return out
+	}
+	nan := math.NaN()
+	return Iterate{Round: c.round, Primal: nan, TrainAcc: nan, HeldAcc: nan, W: append([]float64(nil), c.w...)}
+}
+
+// keepIfBest makes the round just recorded the federation's model if its
+// primal is the lowest so far (first one wins ties). Rounds without a
+// primal (partial) do not count.
+func (c *Coordinator) keepIfBest(r RoundMetrics) {
+	if r.Partial || math.IsNaN(r.Primal) || (c.best != nil && !(r.Primal < c.best.Primal)) {
+		return
+	}
+	c.best = &Iterate{Round: r.Round, Primal: r.Primal, TrainAcc: r.TrainAcc, HeldAcc: r.HeldAcc,
+		W: append([]float64(nil), c.w...), Best: true}
+}
 
 // HatW returns client k's last primal contribution (on its features).
 func (c *Coordinator) HatW(k int) []float64 { return c.clients[k].hatW }
@@ -817,7 +856,7 @@ func (c *Coordinator) check(k int, m Message) error {
 		if len(c.phaseGrid) > 0 {
 			n = len(c.phaseGrid)
 		}
-		if len(m.GridLoss) != n || len(m.GridConj) != n || len(m.GridTrainOK) != n || len(m.GridHeldOK) != n {
+		if len(m.GridLoss) != n || len(m.GridConj) != n || len(m.GridWDot) != n || len(m.GridTrainOK) != n || len(m.GridHeldOK) != n {
 			return fmt.Errorf("metrics: want %d priced steps", n)
 		}
 		if m.TrainN < 0 || m.HeldN < 0 {
@@ -829,6 +868,9 @@ func (c *Coordinator) check(k int, m Message) error {
 			}
 		}
 		if err := finite("GridLoss", m.GridLoss...); err != nil {
+			return err
+		}
+		if err := finite("GridWDot", m.GridWDot...); err != nil {
 			return err
 		}
 		return finite("GridConj", m.GridConj...)

@@ -137,6 +137,7 @@ func TestEncryptedTrafficHoldsNoSecrets(t *testing.T) {
 			add("DConj", m.DConj)
 			add("GridLoss", m.GridLoss...)
 			add("GridConj", m.GridConj...)
+			add("GridWDot", m.GridWDot...)
 			add("GroupStats", m.GroupStats...)
 			// Grid and Gamma are left out: step sizes the server picks
 			// itself (fractions like 1/2, which hinge dual values at

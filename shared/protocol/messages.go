@@ -124,10 +124,20 @@ type Message struct {
 	DW    []float64 // on the client's features, unscaled sum_n d_n x_{k,n}
 	DConj float64   // sum over labelled training samples of the conjugate change
 
-	// metrics, one entry per grid value
+	// metrics, one entry per grid value. GridLoss bounds the loss sum
+	// from above: each margin is moved against its label by the most the
+	// fixed-point rounding of its sealed shares can have moved it, so the
+	// primal is never below P(w).
 	GridLoss, GridConj      []float64
 	GridTrainOK, GridHeldOK []int
 	TrainN, HeldN           int
+	// GridWDot is the client's part of w_g . w(a_g), w_g = w + g u the
+	// candidate model and w(a_g) = 1/(lambda N) sum_n a_n x_n the primal
+	// point of the dual values the step would leave: (w_g on the client's
+	// features) . (its sum_n a_n x_{k,n} over its training samples) /
+	// (lambda N). Summed over every client it makes the dual of exactly the
+	// held (quantised) dual values, whatever w has drifted to.
+	GridWDot []float64 `json:",omitempty"`
 
 	// norms-part: per local group, the block's ||mean row||^2 and centered
 	// variance over the group's training samples; norms: the sums over the
@@ -177,7 +187,7 @@ func (m *Message) WireSize(s seal.Scheme) int {
 		n += len(p) + 2
 	}
 	n += len(m.Heldout) + 8*len(m.Features) + len(m.Fingerprint) + 8*(len(m.Groups)+len(m.ActiveHolders)+len(m.Report))
-	n += 8 * (len(m.W) + len(m.HatW) + len(m.DW) + len(m.GroupStats) + len(m.Grid) + 2*len(m.GridLoss) + 2*len(m.GridTrainOK))
+	n += 8 * (len(m.W) + len(m.HatW) + len(m.DW) + len(m.GroupStats) + len(m.Grid) + 2*len(m.GridLoss) + len(m.GridWDot) + 2*len(m.GridTrainOK))
 	n += 8 * 8
 	if m.Setup != nil {
 		n += 8 * (len(m.Setup.Slots) + len(m.Setup.Group) + len(m.Setup.Holders))

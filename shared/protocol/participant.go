@@ -32,15 +32,22 @@ type Participant struct {
 	groupTrain [][]int
 	train      []int // all local training samples
 
-	alpha   []float64 // dual values of the block's samples (authoritative copy on the server)
-	ip      []float64 // last opened x_n.w
+	alpha []float64 // dual values of the block's samples (authoritative copy on the server)
+	ip    []float64 // last opened x_n.w
+	// ipErr bounds |x_n.w - ip_n|: every holder's share of a sealed sum
+	// is rounded to the fixed-point grid, and ip moves by sealed sums.
+	ipErr   []float64
 	q       []float64 // ||x_n||^2 over all holders
 	w       []float64 // w on the block's features
 	pending []float64 // this round's opened direction, applied on "weights"
 	trial   []float64 // x_n.u for the round's primal direction u
-	ready   bool
-	est     []groupEstimate         // per local group, for the local sequential estimate
-	hybrid  *baseline.FedHybridNode // fedhybrid: x_i and lambda_i (nil until the first round after a setup)
+	u       []float64 // the round's primal direction u on the block's features
+	// hw is sum_n a_n x_{k,n} over the training samples from the dual
+	// values as held (nil: compute it afresh); metrics price the dual with it.
+	hw     []float64
+	ready  bool
+	est    []groupEstimate         // per local group, for the local sequential estimate
+	hybrid *baseline.FedHybridNode // fedhybrid: x_i and lambda_i (nil until the first round after a setup)
 }
 
 // groupEstimate holds what a holder needs to estimate how the other
@@ -168,7 +175,7 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 	p.alpha = make([]float64, n)
 	p.ip = make([]float64, n)
 	p.w = make([]float64, len(p.block.Features))
-	p.pending, p.hybrid = nil, nil
+	p.pending, p.hybrid, p.hw = nil, nil, nil
 	p.ready = false
 	p.computeEstimates()
 	if !s.SendNorms {
@@ -254,7 +261,7 @@ func (p *Participant) onRefresh(m Message) ([]Message, error) {
 			a[i] = 0
 		}
 	}
-	p.alpha, p.pending = a, nil
+	p.alpha, p.pending, p.hw = a, nil, nil
 	cfg := p.setup.Config
 	switch {
 	case !cfg.SealPrimal:
@@ -498,15 +505,20 @@ func (p *Participant) onWeights(m Message) ([]Message, error) {
 		return nil, fmt.Errorf("participant: weights: %d values for %d features", len(m.W), len(p.block.Features))
 	}
 	if m.Applied {
-		for i, d := range p.pending {
+		for i := range p.pending {
 			// The very numbers the group's reporter sealed for the
 			// server's copy (onApply): both copies stay equal.
-			p.alpha[i] += seal.Quantize(m.Gamma * d)
+			q := p.increment(i, m.Gamma)
+			p.alpha[i] += q
+			if p.hw != nil && q != 0 {
+				p.block.X.AddRowTo(i, q, p.hw)
+			}
 		}
 		// w moved whether or not this client's samples did (a client with
 		// no updating group has no direction but must still follow w).
 		for i, t := range p.trial {
 			p.ip[i] += m.Gamma * t
+			p.ipErr[i] += m.Gamma * p.roundingBound(i)
 		}
 	}
 	p.pending, p.trial = nil, nil
@@ -514,6 +526,7 @@ func (p *Participant) onWeights(m Message) ([]Message, error) {
 	if !m.Full {
 		return nil, nil
 	}
+	p.hw = nil // afresh with the inner products, against drift
 	ips := make([]float64, p.block.N())
 	for i := range ips {
 		ips[i] = p.block.X.Dot(i, p.w)
@@ -525,7 +538,34 @@ func (p *Participant) onWeights(m Message) ([]Message, error) {
 	return []Message{{Kind: KindIPPart, Round: m.Round, Sealed: v}}, nil
 }
 
-// onApply seals the dual update Quantize(gamma*d_n) of the training samples
+// increment returns what a step gamma adds to sample i's dual value:
+// Quantize(gamma d_i), cut back where it would leave the feasible set
+// (a y in [0, 1]). The direction is a sum of the holders' quantised
+// shares, so it can overshoot a bound by the rounding (hinge steps clip
+// to the bound: half of them ended 2^-28 beyond it); a dual value
+// outside the set has no finite conjugate. 0, y and the dual values lie
+// on the grid, so the cut increment does too, and every holder computes
+// the same one from the same numbers.
+func (p *Participant) increment(i int, gamma float64) float64 {
+	q := seal.Quantize(gamma * p.pending[i])
+	a, y := p.alpha[i], p.block.Y[i]
+	switch b := (a + q) * y; {
+	case b > 1:
+		return y - a
+	case b < 0:
+		return -a
+	}
+	return q
+}
+
+// roundingBound is the most by which a sealed sum over sample i's holders
+// can differ from the exact sum: each holder's share is rounded to the
+// grid, by at most half a unit.
+func (p *Participant) roundingBound(i int) float64 {
+	return float64(p.setup.Holders[i]) * 0.5 / (1 << seal.FracBits)
+}
+
+// onApply seals the dual update increment(n, gamma) of the training samples
 // of the groups this participant reports, for the server's sealed copy of
 // the dual values.
 func (p *Participant) onApply(m Message) ([]Message, error) {
@@ -541,7 +581,7 @@ func (p *Participant) onApply(m Message) ([]Message, error) {
 	for _, i := range p.train {
 		if d := p.pending[i]; d != 0 && report[p.setup.Group[i]] {
 			slots = append(slots, p.setup.Slots[i])
-			vals = append(vals, seal.Quantize(m.Gamma*d))
+			vals = append(vals, p.increment(i, m.Gamma))
 		}
 	}
 	v, err := seal.SealSlots(p.key, slots, vals)
@@ -558,6 +598,7 @@ func (p *Participant) onTrial(m Message) ([]Message, error) {
 		return nil, fmt.Errorf("participant: trial: %d values for %d features", len(m.W), len(p.block.Features))
 	}
 	reply := Message{Kind: KindIPPart, Round: m.Round, Sealed: seal.Vec{}}
+	p.u = append(p.u[:0], m.W...)
 	zero := true
 	for _, u := range m.W {
 		zero = zero && u == 0
@@ -595,12 +636,16 @@ func (p *Participant) onIP(m Message) ([]Message, error) {
 				a[i] = 0
 			}
 		}
-		p.alpha = a
+		p.alpha, p.hw = a, nil
 	}
 	grid := m.Grid
 	var t []float64
 	if grid == nil {
 		p.ip = vals
+		p.ipErr = make([]float64, len(vals))
+		for i := range vals {
+			p.ipErr[i] = p.roundingBound(i)
+		}
 		grid = []float64{0}
 	} else {
 		t = vals
@@ -638,20 +683,84 @@ func (p *Participant) onIP(m Message) ([]Message, error) {
 			if ok {
 				r.GridTrainOK[gi]++
 			}
-			r.GridLoss[gi] += p.loss.Value(z, y)
+			// The loss at the exact margin is at most the loss at the
+			// margin moved against the label by the rounding bound (both
+			// losses fall as y z grows): a primal that is never below
+			// P(w), so never below P*. (Accuracy keeps the margin as
+			// opened: the bound has no sign to give.)
+			e := p.ipErr[i]
+			if t != nil {
+				e += g * p.roundingBound(i)
+			}
+			r.GridLoss[gi] += p.loss.Value(z-y*e, y)
 			a := p.alpha[i]
-			if p.pending != nil {
-				a += seal.Quantize(g * p.pending[i]) // what the step would add
+			if p.pending != nil && p.pending[i] != 0 {
+				a += p.increment(i, g) // what the step would add
 			}
 			r.GridConj[gi] += p.loss.Conj(a, y)
 		}
 	}
+	r.GridWDot = p.wDots(grid, t != nil)
 	for gi := range grid {
-		if math.IsNaN(r.GridLoss[gi]) || math.IsNaN(r.GridConj[gi]) {
+		if math.IsNaN(r.GridLoss[gi]) || math.IsNaN(r.GridConj[gi]) || math.IsNaN(r.GridWDot[gi]) {
 			return nil, fmt.Errorf("participant: metrics are not finite")
 		}
 	}
 	return []Message{r}, nil
+}
+
+// wDots returns, per candidate step g, this block's part of w_g . w(a_g)
+// (Message.GridWDot): with hw the block's sum_n a_n x_{k,n} and the
+// candidate adding q_n = increment(n, g) to a_n, it is
+// (w + g u).hw + sum_n q_n x_{k,n}.(w + g u), over lambda N.
+// Every client sends it, so the coordinator's dual is that of the dual
+// values every party will hold, not of its own w: w moves by g u, the dual
+// values by their quantised steps, and the two part by the rounding.
+func (p *Participant) wDots(grid []float64, trial bool) []float64 {
+	if p.hw == nil {
+		p.hw = p.primal()
+	}
+	var u []float64
+	if trial && len(p.u) == len(p.w) {
+		u = p.u
+	}
+	wh, uh := 0.0, 0.0
+	for j, h := range p.hw {
+		wh += p.w[j] * h
+		if u != nil {
+			uh += u[j] * h
+		}
+	}
+	type moved struct {
+		i      int
+		xw, xu float64
+	}
+	var ms []moved
+	if p.pending != nil {
+		for _, i := range p.train {
+			if p.pending[i] != 0 {
+				m := moved{i: i, xw: p.block.X.Dot(i, p.w)}
+				if u != nil {
+					m.xu = p.block.X.Dot(i, u)
+				}
+				ms = append(ms, m)
+			}
+		}
+	}
+	out := make([]float64, len(grid))
+	for gi, g := range grid {
+		if u == nil {
+			g = 0 // no direction: the metrics of w itself
+		}
+		s := wh + g*uh
+		for _, m := range ms {
+			if q := p.increment(m.i, g); q != 0 {
+				s += q * (m.xw + g*m.xu)
+			}
+		}
+		out[gi] = s / p.lambdaN
+	}
+	return out
 }
 
 func (p *Participant) reportSet(groups []int) []bool {

@@ -583,8 +583,8 @@ func (c *Coordinator) trialPhase(u []float64, gammaD float64) {
 // applyPhase moves the dual values, the primal contributions and w by gamma
 // times the round's direction. The server cannot scale a ciphertext by a
 // real gamma exactly, so one holder of each updated group seals
-// Quantize(gamma*d_n) for the group's samples, the very numbers every holder
-// adds to its own copy. All or nothing: if a reporter is missing, nothing
+// Quantize(gamma*d_n) (cut back to the feasible set) for the group's samples,
+// the very numbers every holder adds to its own copy. All or nothing: if a reporter is missing, nothing
 // moves and done gets false.
 func (c *Coordinator) applyPhase(u []float64, gamma float64, done func(applied bool)) {
 	el := map[int]bool{}
@@ -676,11 +676,17 @@ func (c *Coordinator) chooseStep(grid, u []float64, replies map[int]Message, par
 			x := v + g*u[i]
 			ww += x * x
 		}
-		duals[gi] = conj/n - c.cfg.Lambda/2*ww
+		duals[gi] = c.dualAt(replies, gi, conj, ww)
+		if math.IsNaN(duals[gi]) {
+			// A client is missing (partial): its part of the dual's
+			// quadratic term with it. Price with w itself, as the
+			// round reports no dual anyway.
+			duals[gi] = conj/n - c.cfg.Lambda/2*ww
+		}
 		primals[gi] = c.cfg.Lambda/2*ww + loss/n
 	}
-	// The dual values move by Quantize(gamma*d_n), not gamma*d_n: the
-	// reporters priced exactly that, and a step that would lower the dual
+	// The dual values move by Quantize(gamma*d_n) (cut back to the
+	// feasible set), not gamma*d_n: the reporters priced exactly that, and a step that would lower the dual
 	// by the rounding is not taken.
 	if duals[1] <= duals[0] {
 		return 0
@@ -818,7 +824,7 @@ func (c *Coordinator) record(replies map[int]Message, gi int, partial bool) {
 	n := float64(c.numTrain)
 	r := &c.cur
 	r.Round = c.round
-	r.Dual = conjSum/n - c.cfg.Lambda/2*ww
+	r.Dual = c.dualAt(replies, gi, conjSum, ww)
 	r.Primal = c.cfg.Lambda/2*ww + lossSum/n
 	r.Gap = r.Primal - r.Dual
 	r.TrainAcc = float64(trainOK) / math.Max(1, float64(trainN))
@@ -843,7 +849,34 @@ func (c *Coordinator) record(replies map[int]Message, gi int, partial bool) {
 		r.HeldAcc = r.TrainAcc
 	}
 	c.history = append(c.history, *r)
+	c.keepIfBest(*r)
 	c.cur = RoundMetrics{Seconds: map[string]float64{}}
+}
+
+// dualAt returns the dual of the dual values every party holds after the
+// candidate step gi, D(a) = conj/N - lambda/2 ||w(a)||^2, from the summed
+// conjugate terms conj and ||w_g||^2 = ww of the candidate model w_g. The
+// server's w moves by gamma u while the dual values move by their
+// quantised steps, so w(a) is not w_g; but ||w(a)||^2 = 2 w_g.w(a) -
+// ||w_g||^2 + ||w(a) - w_g||^2, and the clients' GridWDot sum to w_g.w(a).
+// The last term is the square of the rounding drift (below 1e-12 of
+// ||w||^2 in the tests): dropping it leaves D exact to the float
+// arithmetic, where pricing with ||w_g||^2 alone was off by lambda
+// w_g.(w(a) - w_g), enough to put D above P* near the optimum. NaN if a
+// client holding training samples did not answer: its part is missing.
+func (c *Coordinator) dualAt(replies map[int]Message, gi int, conj, ww float64) float64 {
+	dot := 0.0
+	for k, cs := range c.clients {
+		if cs.hello == nil || cs.trainN == 0 {
+			continue
+		}
+		m, ok := replies[k]
+		if !ok || gi >= len(m.GridWDot) {
+			return math.NaN()
+		}
+		dot += m.GridWDot[gi]
+	}
+	return conj/float64(c.numTrain) - c.cfg.Lambda/2*(2*dot-ww)
 }
 
 // returnSums adds the sealed vectors of an inner-product phase and sends

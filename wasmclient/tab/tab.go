@@ -202,7 +202,7 @@ func (s *Sent) clone() *Sent {
 // its sealed vectors).
 func PlainNumbers(m *protocol.Message) int {
 	n := len(m.HatW) + len(m.DW) + len(m.W) + len(m.Grid) + len(m.GroupStats) +
-		len(m.GridLoss) + len(m.GridConj) + len(m.GridTrainOK) + len(m.GridHeldOK)
+		len(m.GridLoss) + len(m.GridConj) + len(m.GridWDot) + len(m.GridTrainOK) + len(m.GridHeldOK)
 	if m.DConj != 0 {
 		n++
 	}
