@@ -130,6 +130,23 @@ func TestAPI(t *testing.T) {
 			t.Fatalf("participant %+v", pv)
 		}
 	}
+	// The model handed out is the round with the lowest primal, and the
+	// status and GET .../model agree on it.
+	best := 0
+	for i, r := range st.History {
+		if float64(r.Primal) < float64(st.History[best].Primal) {
+			best = i
+		}
+	}
+	var mv ModelView
+	if code := ts.call(t, "GET", "/api/federations/"+fed.ID+"/model", fed.ViewerToken, nil, &mv); code != 200 {
+		t.Fatalf("model: HTTP %d", code)
+	}
+	if st.Model == nil || !st.Model.Best || st.Model.Round != st.History[best].Round || st.Model.Primal != st.History[best].Primal ||
+		mv.ModelRound != st.Model.Round || !mv.Best || mv.Primal != st.Model.Primal || len(mv.W) != p.Data.M() {
+		t.Fatalf("model %+v, /model round %d best %v primal %v (%d weights); the lowest primal is round %d's %v",
+			st.Model, mv.ModelRound, mv.Best, mv.Primal, len(mv.W), st.History[best].Round, st.History[best].Primal)
+	}
 	rounds := 0
 	timeout := time.After(10 * time.Second)
 	for rounds < 41 {

@@ -478,6 +478,18 @@ type Status struct {
 	// Curious says the server runs the curious-server demonstration on
 	// this federation (Options.Curious; GET .../attack).
 	Curious bool `json:"curious,omitempty"`
+	// Model is the model the federation hands out (GET .../model without
+	// w): the best iterate so far, or the current one before any round
+	// had a primal.
+	Model *ModelSummary `json:"model,omitempty"`
+}
+
+// ModelSummary says which iterate the federation hands out.
+type ModelSummary struct {
+	Round           int   `json:"round"`
+	Best            bool  `json:"best"`
+	Primal          Float `json:"primal"`
+	HeldoutAccuracy Float `json:"heldout_accuracy"`
 }
 
 // participantState names a registered participant's state for people.
@@ -517,6 +529,10 @@ func (f *federation) status() Status {
 	}
 	for _, r := range f.coord.History() {
 		st.History = append(st.History, metricsView(r))
+	}
+	if f.coord.Started() {
+		m := f.coord.Model()
+		st.Model = &ModelSummary{Round: m.Round, Best: m.Best, Primal: Float(m.Primal), HeldoutAccuracy: Float(m.HeldAcc)}
 	}
 	return st
 }

@@ -21,11 +21,20 @@ import (
 // The per-round aggregates (the direction and the inner products) live
 // only while a round runs; their size follows from the same layout.
 
-// ModelView is GET /api/federations/{id}/model.
+// ModelView is GET /api/federations/{id}/model: the model the federation
+// hands out, the iterate of the round with the lowest primal so far (the
+// last iterate can be far worse while the primal swings).
 type ModelView struct {
-	Round       int     `json:"round"`
+	Round       int     `json:"round"` // the federation's current round
 	NumFeatures int     `json:"num_features"`
 	W           []Float `json:"w"` // null before training starts
+	// ModelRound is the round W is from; Best says it is the best iterate
+	// (false before a round with a primal: then W is the current one).
+	ModelRound int   `json:"model_round"`
+	Best       bool  `json:"best"`
+	Primal     Float `json:"primal"` // P(W) as certified that round (null before)
+	// HeldoutAccuracy is W's accuracy on the held-out samples.
+	HeldoutAccuracy Float `json:"heldout_accuracy"`
 }
 
 // SealedView describes one sealed vector the server holds.
@@ -160,10 +169,15 @@ func (f *federation) model() ModelView {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v := ModelView{Round: f.coord.Round(), NumFeatures: f.coord.Config().NumFeatures}
-	if w := f.coord.W(); f.coord.Started() && w != nil {
-		v.NumFeatures = len(w)
-		v.W = floats(w)
+	if !f.coord.Started() {
+		return v
 	}
+	m := f.coord.Model()
+	if m.W == nil {
+		return v
+	}
+	v.NumFeatures, v.W = len(m.W), floats(m.W)
+	v.ModelRound, v.Best, v.Primal, v.HeldoutAccuracy = m.Round, m.Best, Float(m.Primal), Float(m.HeldAcc)
 	return v
 }
 
