@@ -4,8 +4,29 @@
 const H = window.hyfed, $ = H.$;
 const id = decodeURIComponent(location.pathname.split('/')[2] || '');
 const api = '/api/federations/' + encodeURIComponent(id);
-$('privacy-link').href = $('privacy-nav').href = '/federations/' + encodeURIComponent(id) + '/privacy';
+// The token is in the fragment: #admin=<admin token> (the organizer's link:
+// the actions show) or #viewer=<viewer token> (read only).
+const frag = H.fragment();
+const admin = frag.admin || '';
+const token = admin || frag.viewer || '';
+const tokenHash = admin ? '#admin=' + encodeURIComponent(admin) : frag.viewer ? '#viewer=' + encodeURIComponent(frag.viewer) : '';
+const NEED = 'This dashboard needs its whole link: /federations/' + id + '#viewer=… (the "dashboard:" line hyfed create prints, ' +
+  'or the viewer link the create page shows) or the organizer\'s #admin=… link.';
+$('privacy-link').href = $('privacy-nav').href = '/federations/' + encodeURIComponent(id) + '/privacy' + tokenHash;
 $('join-id').textContent = id;
+$('access').textContent = admin ? 'organizer link' : token ? 'read-only link' : 'no token in the link';
+$('admin-box').hidden = !admin;
+
+// showError puts a failed call on the page: a refused token says which link
+// is needed, a missing federation says so.
+function showError(e) {
+  $('error').hidden = false;
+  $('error').textContent = e.status === 404 ? 'No federation "' + id + '" on this server (' + e.message + ').' : H.refusal(e, NEED);
+}
+if (!token) {
+  $('error').hidden = false;
+  $('error').textContent = 'This link carries no token, so the server shows nothing. ' + NEED;
+}
 
 let status = null;
 let hist = [];          // every round's metrics, in order
@@ -32,6 +53,7 @@ function setState(s) {
   e.textContent = s; e.className = 'state ' + s;
   const fill = $('fill');
   if (fill) fill.disabled = s !== 'waiting';
+  showActions(s);
 }
 
 function setRound(r) {
@@ -65,7 +87,7 @@ function showPeople(s) {
     ? '(' + reg + ' registered, ' + s.config.min_participants + ' to start)'
     : '(' + reg + ' in the federation)';
   setState(s.state);
-  $('fill-box').hidden = !s.demo;
+  $('fill-box').hidden = !(s.demo && admin); // filling seats is the organizer's
   $('error').hidden = !s.error;
   $('error').textContent = s.error ? 'Error: ' + s.error : '';
 }
@@ -75,7 +97,7 @@ function reloadStatus() {
   if (statusTimer) return;
   statusTimer = setTimeout(() => {
     statusTimer = null;
-    H.getJSON(api).then((s) => { status = s; showPeople(s); }).catch(() => {});
+    H.getJSON(api, token).then((s) => { status = s; showPeople(s); }).catch(() => {});
   }, 150);
 }
 
@@ -85,20 +107,14 @@ $('fill').addEventListener('click', async () => {
   $('fill').disabled = true;
   out.className = ''; out.textContent = 'asking the server…';
   try {
-    const r = await fetch(api + '/fill', {method: 'POST'});
-    let body = null;
-    try { body = await r.json(); } catch (e) { /* not JSON */ }
-    if (!r.ok || (body && body.error)) {
-      out.className = 'alert';
-      out.textContent = (body && body.error ? body.error + (body.code ? ' (' + body.code + ')' : '') : 'HTTP ' + r.status);
-    } else {
-      out.className = 'okbox';
-      out.textContent = body && typeof body.started === 'number'
-        ? 'Started ' + body.started + ' simulated participant' + (body.started === 1 ? '' : 's') + '.'
-        : 'Done: ' + JSON.stringify(body);
-    }
+    const body = await H.postJSON(api + '/fill', {}, admin);
+    out.className = 'okbox';
+    out.textContent = body && typeof body.started === 'number'
+      ? 'Started ' + body.started + ' simulated participant' + (body.started === 1 ? '' : 's') + '.'
+      : 'Done: ' + JSON.stringify(body);
   } catch (e) {
-    out.className = 'alert'; out.textContent = 'The request failed: ' + e.message;
+    out.className = 'alert';
+    out.textContent = e.status ? H.refusal(e, NEED) + (e.code ? ' (' + e.code + ')' : '') : 'The request failed: ' + e.message;
   }
   $('fill').disabled = !status || status.state !== 'waiting';
 });
@@ -266,7 +282,7 @@ function scheduleModel() {
 async function loadModel() {
   modelTimer = null; modelBusy = true; lastModel = performance.now();
   try {
-    const m = await H.getJSON(api + '/model');
+    const m = await H.getJSON(api + '/model', token);
     numFeatures = m.num_features || numFeatures;
     const image = H.isImage(numFeatures);
     $('weights-wrap').hidden = !(image && m.w);
@@ -314,7 +330,7 @@ let attackOff = false;
 async function loadAttack() {
   if (attackOff || !status) return;
   if (!status.curious) { attackOff = true; return; }
-  try { showAttack(await H.getJSON(api + '/attack')); } catch (e) { if (e.status === 404) attackOff = true; }
+  try { showAttack(await H.getJSON(api + '/attack', token)); } catch (e) { if (e.status === 404 || e.status === 401 || e.status === 403) attackOff = true; }
 }
 // every 3 s while training, then until the last reconstruction is in
 (function attackLoop() {
@@ -324,26 +340,78 @@ async function loadAttack() {
   });
 })();
 
-// ---- live updates ------------------------------------------------------------
-const es = new EventSource(api + '/events');
-es.addEventListener('status', (e) => {
-  const s = JSON.parse(e.data);
-  applyStatus(s);
-  hist = s.history.slice();
-  $('conn').textContent = '';
-  scheduleDraw();
-  scheduleModel();
+// ---- the organizer's actions (#admin= only) --------------------------------------
+const TERMINAL = ['finished', 'stopped', 'broken'];
+let deleted = false;
+function showActions(state) {
+  if (!admin) return;
+  const off = deleted || !state;
+  $('act-start').disabled = off || state !== 'waiting';
+  $('act-pause').disabled = off || !['running', 'resuming'].includes(state);
+  $('act-resume').disabled = off || !['paused', 'pausing'].includes(state);
+  $('act-stop').disabled = off || TERMINAL.includes(state);
+  $('act-delete').disabled = deleted;
+}
+function adminResult(ok, text) {
+  const out = $('admin-result');
+  out.className = ok ? 'okbox' : 'alert';
+  out.textContent = text;
+}
+for (const action of ['start', 'pause', 'resume', 'stop']) {
+  $('act-' + action).addEventListener('click', async () => {
+    $('act-' + action).disabled = true;
+    try {
+      await H.postJSON(api + '/' + action, {}, admin);
+      adminResult(true, 'Done: ' + action + '.');
+    } catch (e) {
+      adminResult(false, action + ': ' + H.refusal(e, NEED) + (e.code && e.status !== 401 ? ' (' + e.code + ')' : ''));
+    }
+    reloadStatus();
+  });
+}
+// Deleting asks again on the page (not window.confirm: a dialog blocks the
+// page, and the question should say what goes).
+$('act-delete').addEventListener('click', () => { $('delete-confirm').hidden = false; $('delete-no').focus(); });
+$('delete-no').addEventListener('click', () => { $('delete-confirm').hidden = true; });
+$('delete-yes').addEventListener('click', async () => {
+  $('delete-confirm').hidden = true;
+  try {
+    await H.deleteJSON(api, admin);
+    deleted = true;
+    if (stream) stream.close();
+    adminResult(true, 'Federation ' + id + ' is deleted, with its checkpoints. Its links no longer work.');
+    setState('deleted');
+  } catch (e) {
+    adminResult(false, 'delete: ' + H.refusal(e, NEED));
+  }
+  showActions(status && status.state);
 });
-es.onmessage = (e) => {
-  const ev = JSON.parse(e.data);
+
+// ---- live updates ------------------------------------------------------------
+// The event stream: the whole status first, then changes. fetch() with the
+// bearer header (H.events), since EventSource cannot send one.
+const stream = token ? H.events(api + '/events', token, (type, data) => {
+  if (type === 'status') {
+    const s = JSON.parse(data);
+    applyStatus(s);
+    hist = s.history.slice();
+    if (!s.error) $('error').hidden = true;
+    scheduleDraw();
+    scheduleModel();
+    return;
+  }
+  const ev = JSON.parse(data);
   if (ev.type === 'round') { addRound(ev.metrics); setRound(ev.round); scheduleModel(); }
   if (ev.type === 'phase') { $('phase').textContent = ev.phase; setRound(ev.round); }
   if (ev.type === 'state') { setState(ev.state); if (ev.state !== 'running') $('phase').textContent = '–'; reloadStatus(); scheduleModel(); }
   if (ev.type === 'participant') reloadStatus();
-};
-es.onerror = () => {
-  $('conn').textContent = es.readyState === EventSource.CLOSED ? 'live updates stopped: reload the page' : 'reconnecting…';
-  if (es.readyState === EventSource.CLOSED) H.getJSON(api).then((s) => { applyStatus(s); hist = s.history.slice(); scheduleDraw(); }).catch((err) => {
-    $('error').hidden = false; $('error').textContent = err.status === 404 ? 'No federation "' + id + '" on this server.' : err.message;
-  });
-};
+}, (state, d) => {
+  const conn = $('conn');
+  conn.dataset.state = state;
+  if (state === 'open' || state === 'connecting') conn.textContent = '';
+  if (state === 'reconnecting') conn.textContent = 'reconnecting in ' + (d.wait_ms / 1000).toFixed(1) + ' s… (' + d.error.message + ')';
+  if (state === 'closed') {
+    conn.textContent = deleted ? '' : 'live updates stopped';
+    if (!deleted) showError(d.error);
+  }
+}) : null;

@@ -11,12 +11,30 @@ const sessionKey = 'hyfed-session-' + fedID;
 // that a reload does not try to return to a finished federation): the
 // privacy view asks the curious server for this participant's rows with it.
 const ownKey = 'hyfed-own-session-' + fedID;
+// The invitation, for the privacy view opened from here before this tab has
+// a session token: it reads the server's side with it.
+const inviteKey = 'hyfed-invite-' + fedID;
+
+// The link: /join/<id>#invite=<invite>&secret=<secret>, or the older
+// /join/<id>?invite=<invite>#<secret> of links handed out before tokens left
+// query strings (the participant's session.ParseLink reads both).
+const link = (() => {
+  const f = H.fragment();
+  const query = new URLSearchParams(location.search).get('invite') || '';
+  return {invite: f.invite || query, secret: f.secret || f[''] || '', old: !f.invite && !!query};
+})();
+if (link.old) {
+  // Keep the token out of the address bar from now on (a reload, a copy).
+  history.replaceState(null, '', location.pathname + '#invite=' + encodeURIComponent(link.invite) + '&secret=' + link.secret);
+}
+try { if (link.invite) sessionStorage.setItem(inviteKey, link.invite); } catch (e) { /* storage off */ }
 
 // What people should read for the server's error codes (the server's own
 // message follows).
 const errors = {
   'wrong-secret': ['Wrong secret', "This link's secret does not match the federation's. Ask the organizer for the join link again and open it whole, including the part after #."],
   'bad-invite': ['Invitation not valid', 'The invitation in this link is not valid for this federation. Ask the organizer for a new link.'],
+  'bad-token': ['Invitation not valid', 'The server refused the invitation in this link (the part after #invite=). Ask the organizer for the join link again and open it whole.'],
   'unknown-federation': ['No such federation', 'This server has no federation with this id.'],
   'started': ['No seat for you', 'The federation is full or started training without new participants.'],
   'unknown-session': ['Seat not found', "The server does not know this tab's earlier seat. Reload the page to join afresh."],
@@ -36,13 +54,22 @@ function showError(code, message) {
 }
 function notice(text) { $('notice').textContent = text; $('notice').style.display = text ? 'block' : 'none'; }
 
-// The link's fragment is the secret: check its shape before anything.
-if (!location.hash || location.hash.length < 10) {
-  showError('bad-link', 'the link has no secret after #');
+// Check the link's shape before anything.
+if (!link.invite) {
+  showError('bad-link', 'the link has no invitation: it should end in #invite=…&secret=…');
+} else if (link.secret.replace(/^plaintext:/, '').length < 10) {
+  showError('bad-link', 'the link has no secret: it should end in #invite=…&secret=…');
 }
 
-fetch(api).then(r => r.json()).then(s => {
-  if (s.error) { showError(s.code || 'unknown-federation', s.error); $('fed').textContent = ''; return; }
+// errorOfCall shows a refused API call: a refused invitation says which
+// link the page needs.
+function errorOfCall(e) {
+  if (e.status === 401 || e.status === 403) showError('bad-token', e.message);
+  else if (e.status === 404) showError('unknown-federation', e.message);
+  else showError(e.code || 'error', e.message);
+}
+
+H.getJSON(api, link.invite).then(s => {
   state.rounds = s.config.rounds;
   $('insecure-banner').hidden = !s.insecure;
   if (s.insecure) {
@@ -57,10 +84,10 @@ fetch(api).then(r => r.json()).then(s => {
   $('fed').textContent = (s.name || s.id) + ': ' + s.state + ', ' + s.participants.length + ' of ' + s.config.min_participants +
     ' participants registered' + (s.config.num_features ? ', ' + s.config.num_features + ' features' : '');
   if (s.demo) loadDemoList();
-}).catch(e => showError('unknown-federation', String(e)));
+}).catch(e => { $('fed').textContent = ''; errorOfCall(e); });
 
 function loadDemoList() {
-  fetch(api + '/demo-blocks').then(r => r.json()).then(list => {
+  H.getJSON(api + '/demo-blocks', link.invite).then(list => {
     if (!Array.isArray(list) || !list.length) return;
     const sel = $('demo-block');
     for (const b of list) {
@@ -70,7 +97,7 @@ function loadDemoList() {
       sel.appendChild(o);
     }
     $('demo').hidden = false;
-  });
+  }).catch(errorOfCall);
 }
 
 // The worker runs the participant.
@@ -117,10 +144,9 @@ drop.addEventListener('drop', (e) => {
 });
 $('demo-load').addEventListener('click', () => {
   const k = $('demo-block').value;
-  fetch(api + '/demo-blocks/' + k).then(r => {
-    if (!r.ok) return r.json().then(j => { throw new Error(j.error || r.statusText); });
-    return r.arrayBuffer();
-  }).then(b => loadBytes('demo block ' + k, b)).catch(e => showError('bad-file', e.message));
+  H.request(api + '/demo-blocks/' + encodeURIComponent(k), link.invite).then(r => r.arrayBuffer())
+    .then(b => loadBytes('demo block ' + k, b))
+    .catch(e => (e.status === 401 || e.status === 403) ? errorOfCall(e) : showError('bad-file', e.message));
 });
 
 function showSummary(s) {
@@ -192,10 +218,10 @@ function showSent(s) {
   }
 }
 
-// The federation's public progress: loss and accuracy.
-const es = new EventSource(api + '/events');
-es.onmessage = (e) => {
-  const ev = JSON.parse(e.data);
+// The federation's progress: loss and accuracy (the invitation may read it).
+H.events(api + '/events', link.invite, (type, data) => {
+  if (type !== 'message') return;
+  const ev = JSON.parse(data);
   if (ev.type === 'round' && ev.metrics) {
     const m = ev.metrics;
     if (state.pstar && m.primal !== null) $('gap').textContent = ((m.primal - state.pstar) / state.pstar).toExponential(2);
@@ -203,5 +229,11 @@ es.onmessage = (e) => {
     else if (m.primal != null && state.algo && state.algo !== 'hyfdca') $('gap').textContent = m.primal.toPrecision(6);
     if (m.heldout_accuracy !== null) $('acc').textContent = (100 * m.heldout_accuracy).toFixed(2) + ' %';
   }
-};
+}, (state, d) => {
+  const live = $('live');
+  live.dataset.state = state;
+  if (state === 'reconnecting') live.textContent = 'live metrics: reconnecting in ' + (d.wait_ms / 1000).toFixed(1) + ' s (' + d.error.message + ')';
+  else if (state === 'closed') live.textContent = 'live metrics stopped: ' + H.refusal(d.error, 'Open the whole join link, with its #invite=…&secret=… part.');
+  else live.textContent = '';
+});
 window.addEventListener('beforeunload', (e) => { if (state.running) { e.preventDefault(); e.returnValue = ''; } });

@@ -3,6 +3,16 @@
 'use strict';
 const H = window.hyfed, $ = H.$;
 
+// The server's create token comes in the fragment, /new#create=<token> (the
+// "create:" URL hyfed serve prints); the field takes one pasted by hand.
+const createToken = H.fragment().create || '';
+if (createToken) {
+  $('token').value = createToken;
+  $('token-label').hidden = true;
+}
+const NEED = 'Creating federations on this server needs its create token: open the "create:" URL hyfed serve printed at start ' +
+  '(…/new#create=…), or paste the token into the "Create token" field.';
+
 $('plaintext').addEventListener('change', () => { $('plain-warn').hidden = !$('plaintext').checked; });
 
 function fail(msg) {
@@ -65,26 +75,32 @@ $('form').addEventListener('submit', async (e) => {
     fail(err.message);
     return;
   }
-  const headers = {'Content-Type': 'application/json'};
-  const token = $('token').value.trim();
-  if (token) headers.Authorization = 'Bearer ' + token;
   $('create').disabled = true;
   try {
-    const resp = await H.getJSON('/api/federations', {method: 'POST', headers, body: JSON.stringify(req)});
-    const link = location.origin + resp.join_path + '#' + (plaintext ? 'plaintext:' : '') + secret;
+    const resp = await H.postJSON('/api/federations', req, $('token').value.trim());
+    // join_path is /join/<id>#invite=<invite>: the secret joins the fragment
+    // (an older server's ?invite= path takes it as the whole fragment).
+    const frag = (plaintext ? 'plaintext:' : '') + secret;
+    const link = location.origin + resp.join_path + (resp.join_path.includes('#') ? '&secret=' : '#') + frag;
     $('fed-id').textContent = resp.id;
     $('join').value = link;
     $('join-open').href = link;
     $('join-plain').hidden = !plaintext;
     $('admin').value = resp.admin_token;
-    $('dash').href = resp.dashboard_path;
-    $('privacy').href = resp.dashboard_path + '/privacy';
+    const viewer = resp.dashboard_path ? location.origin + resp.dashboard_path : '';
+    const adminURL = resp.admin_path ? location.origin + resp.admin_path : '';
+    $('viewer').value = viewer;
+    $('viewer-open').href = viewer;
+    $('admin-url').value = adminURL;
+    $('admin-open').href = adminURL;
+    $('privacy').href = '/federations/' + encodeURIComponent(resp.id) + '/privacy' +
+      (resp.viewer_token ? '#viewer=' + encodeURIComponent(resp.viewer_token) : '');
     $('result').hidden = false;
     $('how').hidden = true;
     $('form').querySelectorAll('input, select, button').forEach((x) => { x.disabled = true; });
     $('result').scrollIntoView({behavior: 'smooth', block: 'start'});
   } catch (err) {
-    fail(err.message + (err.code ? ' (' + err.code + ')' : ''));
+    fail(H.refusal(err, NEED) + (err.code && err.status !== 401 ? ' (' + err.code + ')' : ''));
     $('create').disabled = false;
   }
 });

@@ -5,7 +5,6 @@
 const H = window.hyfed, $ = H.$;
 const id = decodeURIComponent(location.pathname.split('/')[2] || '');
 const api = '/api/federations/' + encodeURIComponent(id);
-$('dash-link').href = '/federations/' + encodeURIComponent(id);
 
 // ---- the tab's side: what the join page left in this tab's session storage ----
 // fromTab reads the tab's session storage: this page's own copy (a page
@@ -16,6 +15,28 @@ function fromTab(key) {
   try { if (window.opener && window.opener.sessionStorage) return window.opener.sessionStorage.getItem(key); } catch (e) { /* another origin */ }
   return null;
 }
+
+// The tokens: the participant's session token, which the join page keeps in
+// this tab's session storage (the server hands a participant's own values
+// and its attack rows only to it), else the invitation the join page kept,
+// else the dashboard's #viewer= or #admin= token, passed in the fragment.
+const frag = H.fragment();
+const ownKey = 'hyfed-own-session-' + id;
+function token() {
+  const t = fromTab(ownKey) || fromTab('hyfed-session-' + id);
+  if (t) { try { sessionStorage.setItem(ownKey, t); } catch (e) { /* storage off */ } }
+  return t;
+}
+// readToken: the widest reads this tab may make (admin sees every
+// participant's values, a session its own).
+function readToken() {
+  return frag.admin || token() || frag.viewer || fromTab('hyfed-invite-' + id) || '';
+}
+const NEED = 'Open the privacy view from the join page (its "what the server holds" link), in the tab that joined, ' +
+  'or from the dashboard\'s link, which carries its token.';
+$('dash-link').href = '/federations/' + encodeURIComponent(id) +
+  (frag.admin ? '#admin=' + encodeURIComponent(frag.admin) : frag.viewer ? '#viewer=' + encodeURIComponent(frag.viewer) : '');
+
 let preview = null;
 try { preview = JSON.parse(fromTab('hyfed-preview') || 'null'); } catch (e) { preview = null; }
 if (preview && preview.fed && preview.fed !== id) preview = null; // rows of another federation's block
@@ -178,14 +199,14 @@ async function refresh() {
   if (busy || document.hidden) return;
   busy = true;
   try {
-    const v = await H.getJSON(api + '/server-view');
+    const v = await H.getJSON(api + '/server-view', readToken());
     $('error').hidden = true;
     render(v);
     fedRound = v.round;
     done = ['finished', 'stopped', 'broken'].includes(v.state);
   } catch (e) {
     $('error').hidden = false;
-    $('error').textContent = e.status === 404 ? 'No federation "' + id + '" on this server.' : 'Cannot read the server view: ' + e.message;
+    $('error').textContent = e.status === 404 ? 'No federation "' + id + '" on this server.' : 'Cannot read the server view: ' + H.refusal(e, NEED);
   }
   busy = false;
 }
@@ -196,14 +217,8 @@ refresh();
 document.addEventListener('visibilitychange', () => { if (!document.hidden) refresh(); });
 
 // ---- the curious server's attack on this tab's rows (hyfed serve --curious) ------
-// The tab's session token (the join page keeps it) is what the server asks
-// before it hands out a participant's reconstruction.
-const ownKey = 'hyfed-own-session-' + id;
-function token() {
-  const t = fromTab(ownKey) || fromTab('hyfed-session-' + id);
-  if (t) { try { sessionStorage.setItem(ownKey, t); } catch (e) { /* storage off */ } }
-  return t;
-}
+// The tab's session token (token() above) is what the server asks before it
+// hands out a participant's reconstruction.
 
 // dense puts a tab row (non-zeros on global features) on the columns of the
 // reconstruction.
@@ -279,7 +294,13 @@ let attackRound = -1, attackOn = null;
 async function refreshAttack() {
   if (document.hidden) return;
   if (attackOn === null) {
-    try { attackOn = !!(await H.getJSON(api)).curious; } catch (e) { return; }
+    try { attackOn = !!(await H.getJSON(api, readToken())).curious; } catch (e) {
+      // No federation, or no token at all: nothing to wait for (the server
+      // view's error says why). A refused token may yet be replaced by the
+      // session token the join page stores once it has joined.
+      if (e.status === 404 || !readToken()) attackOn = false;
+      return;
+    }
   }
   if (!attackOn) return;
   $('attack').hidden = false;
@@ -291,9 +312,9 @@ async function refreshAttack() {
   }
   let rec;
   try {
-    rec = await H.getJSON(api + '/attack/rows?session=' + encodeURIComponent(tok) + '&from=0&count=' + Math.min(64, preview.rows.length));
+    rec = await H.getJSON(api + '/attack/rows?from=0&count=' + Math.min(64, preview.rows.length), tok);
   } catch (e) {
-    $('attack-note').textContent = 'The server does not hand out the reconstruction: ' + e.message;
+    $('attack-note').textContent = 'The server does not hand out the reconstruction: ' + H.refusal(e, NEED);
     return;
   }
   $('attack-facts').hidden = false;
