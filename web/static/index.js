@@ -28,17 +28,22 @@ if (!createToken) {
   H.getJSON('/api/federations', createToken).then((list) => {
     ul.textContent = '';
     if (!list || !list.length) {
-      const li = ul.appendChild(H.el('li', 'none yet: '));
-      li.appendChild(H.el('a', 'create one', {href: '/new#create=' + encodeURIComponent(createToken)}));
+      // The server answers an empty list to a token that is not its create
+      // token too: say both.
+      const li = ul.appendChild(H.el('li', 'None: this server has no federation yet, or the create token in this link is not ' +
+        'the server\'s (it lists federations only for its own; check the create: URL hyfed serve printed). ', {id: 'feds-how'}));
+      li.appendChild(H.el('a', 'Create one', {href: '/new#create=' + encodeURIComponent(createToken)}));
       li.appendChild(document.createTextNode(', or run '));
       li.appendChild(H.el('code', 'hyfed create --server URL'));
+      li.appendChild(document.createTextNode('.'));
       return;
     }
+    // The server keeps federations' tokens only as hashes, so the list has
+    // none: a dashboard opens with the link its organizer holds.
+    $('feds-note').hidden = false;
     for (const f of list) {
       const li = document.createElement('li');
-      // The dashboard link with its token when the server lists one, else
-      // the bare page (which says which link it needs).
-      const href = f.admin_path || f.dashboard_path || '/federations/' + encodeURIComponent(f.id);
+      const href = '/federations/' + encodeURIComponent(f.id);
       li.appendChild(H.el('a', (f.name || f.id) + ' — ' + f.state + ', round ' + f.round + ' of ' + f.rounds + ', ' + f.participants + ' participants', {href}));
       if (f.insecure) {
         const w = H.el('strong', ' INSECURE: no encryption', {class: 'insecure-tag'});
