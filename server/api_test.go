@@ -42,6 +42,8 @@ func TestAPI(t *testing.T) {
 	} {
 		var e apiError
 		req, _ := http.NewRequest("POST", ts.http.URL+"/api/federations", strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+testCreateToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -64,6 +66,7 @@ func TestAPI(t *testing.T) {
 
 	// The event stream: the status first, then rounds as they finish.
 	req, _ := http.NewRequest("GET", ts.http.URL+"/api/federations/"+fed.ID+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+fed.ViewerToken)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
@@ -117,7 +120,7 @@ func TestAPI(t *testing.T) {
 		t.Fatalf("state %s, %d rounds", st.State, len(st.History))
 	}
 	raw, _ := json.Marshal(st)
-	for _, s := range []string{fed.AdminToken, fed.InviteToken, sec.String()} {
+	for _, s := range []string{fed.AdminToken, fed.ViewerToken, fed.InviteToken, sec.String()} {
 		if strings.Contains(string(raw), s) {
 			t.Fatal("the status shows a token or the secret")
 		}

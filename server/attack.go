@@ -347,19 +347,19 @@ type AttackRow struct {
 
 const attackName = "inner products (papers/000 sec. 3 (b)): the vectors the server sent (w, u) and each sample's inner product with them, solved by least squares per sample"
 
-func (s *Server) attackOf(c echo.Context) (*federation, error) {
-	f, err := s.lookup(c)
+func (s *Server) attackOf(c echo.Context) (*federation, access, error) {
+	f, a, err := s.member(c, "the curious server's progress")
 	if err != nil {
-		return nil, err
+		return nil, a, err
 	}
 	if f.attack == nil {
-		return nil, httpError(http.StatusNotFound, "no-attack", "this server does not run the curious-server demonstration (hyfed serve --curious)")
+		return nil, a, httpError(http.StatusNotFound, "no-attack", "this server does not run the curious-server demonstration (hyfed serve --curious)")
 	}
-	return f, nil
+	return f, a, nil
 }
 
 func (s *Server) handleAttack(c echo.Context) error {
-	f, err := s.attackOf(c)
+	f, _, err := s.attackOf(c)
 	if err != nil {
 		return err
 	}
@@ -393,21 +393,22 @@ func (s *Server) handleAttack(c echo.Context) error {
 }
 
 func (s *Server) handleAttackRows(c echo.Context) error {
-	f, err := s.attackOf(c)
+	f, a, err := s.attackOf(c)
 	if err != nil {
 		return err
 	}
-	tok := c.QueryParam("session")
-	if tok == "" {
-		return httpError(http.StatusUnauthorized, "missing-session", "the reconstruction of a participant's rows goes only to that participant: send its session token (?session=..., from the server's welcome)")
+	k := a.client
+	if a.role == roleAdmin {
+		if k, err = strconv.Atoi(c.QueryParam("participant")); err != nil || k < 0 {
+			return httpError(http.StatusBadRequest, "bad-field", "participant %q: the organizer names the participant (&participant=k, from 0)", c.QueryParam("participant"))
+		}
+	}
+	if !a.mayReadClient(k) {
+		return httpError(http.StatusForbidden, "bad-session", "the reconstruction of a participant's rows goes only to that participant (its session token) or the organizer")
 	}
 	f.mu.Lock()
-	k, ok := f.sessions[hashToken(tok)]
 	name := f.name(k)
 	f.mu.Unlock()
-	if !ok {
-		return httpError(http.StatusForbidden, "bad-session", "no participant of federation %s has this session token", f.meta.ID)
-	}
 	from, count := 0, defaultAttackRows
 	for _, q := range []struct {
 		name string
@@ -422,12 +423,12 @@ func (s *Server) handleAttackRows(c echo.Context) error {
 			*q.dst = n
 		}
 	}
-	a := f.attack
-	p := a.obs.Progress(k)
-	r := a.result(k)
+	at := f.attack
+	p := at.obs.Progress(k)
+	r := at.result(k)
 	out := AttackRows{Client: k, Name: name, Scheme: f.meta.Scheme, Status: attackStatus(p, r), Equations: p.Equations,
-		Unreadable: p.Unreadable, TotalRows: p.Samples, From: from, Features: a.obs.Features(k), Rows: []AttackRow{}}
-	training := a.obs.Training(k)
+		Unreadable: p.Unreadable, TotalRows: p.Samples, From: from, Features: at.obs.Features(k), Rows: []AttackRow{}}
+	training := at.obs.Training(k)
 	var rec *curious.Reconstruction
 	if r != nil {
 		round := r.round

@@ -112,7 +112,7 @@ func TestAttackProgress(t *testing.T) {
 					}
 					// Its own rows: the columns, and no value.
 					var out AttackRows
-					if code := ts.call(t, "GET", "/api/federations/"+fed.ID+"/attack/rows?session="+url.QueryEscape(res[k].Session), "", nil, &out); code != 200 {
+					if code := ts.call(t, "GET", "/api/federations/"+fed.ID+"/attack/rows", res[k].Session, nil, &out); code != 200 {
 						t.Fatalf("BGV, participant %d's rows: HTTP %d", k, code)
 					}
 					if out.Client != k || len(out.Rows) != defaultAttackRows || !slices.Equal(out.Features, b.Features) || out.Status != e.Status {
@@ -155,28 +155,34 @@ func TestAttackRowsOnlyToOwner(t *testing.T) {
 	rowsPath := "/api/federations/" + fed.ID + "/attack/rows"
 
 	for _, c := range []struct {
-		name, query string
-		status      int
-		code        string
+		name, token, query string
+		status             int
+		code               string
 	}{
-		{"no token", "", 401, "missing-session"},
-		{"empty token", "?session=", 401, "missing-session"},
-		{"wrong token", "?session=" + url.QueryEscape(res[0].Session+"x"), 403, "bad-session"},
-		{"invite token", "?session=" + url.QueryEscape(fed.InviteToken), 403, "bad-session"},
-		{"admin token", "?session=" + url.QueryEscape(fed.AdminToken), 403, "bad-session"},
-		{"too many rows", "?session=" + url.QueryEscape(res[0].Session) + "&count=100000", 400, "bad-field"},
-		{"negative start", "?session=" + url.QueryEscape(res[0].Session) + "&from=-1", 400, "bad-field"},
+		{"no token", "none", "", 401, "bad-token"},
+		{"wrong token", res[0].Session + "x", "", 401, "bad-token"},
+		{"old query token", "none", "?session=" + url.QueryEscape(res[0].Session), 401, "bad-token"},
+		{"invite token", fed.InviteToken, "", 403, "bad-session"},
+		{"viewer token", fed.ViewerToken, "", 403, "bad-session"},
+		{"admin without a participant", fed.AdminToken, "", 400, "bad-field"},
+		{"too many rows", res[0].Session, "?count=100000", 400, "bad-field"},
+		{"negative start", res[0].Session, "?from=-1", 400, "bad-field"},
 	} {
 		var e apiError
-		if got := ts.call(t, "GET", rowsPath+c.query, "", nil, &e); got != c.status || e.Code != c.code || e.Error == "" {
+		if got := ts.call(t, "GET", rowsPath+c.query, c.token, nil, &e); got != c.status || e.Code != c.code || e.Error == "" {
 			t.Errorf("%s: HTTP %d %+v, want %d with code %s", c.name, got, e, c.status, c.code)
 		}
+	}
+	// The organizer reads any participant's.
+	var byAdmin AttackRows
+	if code := ts.call(t, "GET", rowsPath+"?participant=2&count=3", fed.AdminToken, nil, &byAdmin); code != 200 || byAdmin.Client != 2 || len(byAdmin.Rows) != 3 {
+		t.Fatalf("the admin's view of participant 2: HTTP %d, client %d, %d rows", code, byAdmin.Client, len(byAdmin.Rows))
 	}
 
 	for k, r := range res {
 		var out AttackRows
-		q := "?session=" + url.QueryEscape(r.Session) + "&from=10&count=64"
-		if code := ts.call(t, "GET", rowsPath+q, "", nil, &out); code != 200 {
+		q := "?from=10&count=64"
+		if code := ts.call(t, "GET", rowsPath+q, r.Session, nil, &out); code != 200 {
 			t.Fatalf("participant %d's own rows: HTTP %d", k, code)
 		}
 		b := blocks[k]
@@ -199,12 +205,12 @@ func TestAttackRowsOnlyToOwner(t *testing.T) {
 
 	// Past the end: no rows. Without the demonstration: no endpoint.
 	var out AttackRows
-	if code := ts.call(t, "GET", rowsPath+"?session="+url.QueryEscape(res[1].Session)+"&from=100000", "", nil, &out); code != 200 || len(out.Rows) != 0 {
+	if code := ts.call(t, "GET", rowsPath+"?from=100000", res[1].Session, nil, &out); code != 200 || len(out.Rows) != 0 {
 		t.Fatalf("rows past the end: HTTP %d, %d rows", code, len(out.Rows))
 	}
 	plain := startServer(t, t.TempDir())
 	_, other := plain.create(t, attackRequest(5), secret.FromSeed(6), "plaintext")
-	for _, path := range []string{"/attack", "/attack/rows?session=" + url.QueryEscape(res[0].Session)} {
+	for _, path := range []string{"/attack", "/attack/rows"} {
 		var e apiError
 		if code := plain.call(t, "GET", "/api/federations/"+other.ID+path, "", nil, &e); code != 404 || e.Code != "no-attack" {
 			t.Errorf("%s without Options.Curious: HTTP %d %+v, want 404 no-attack", path, code, e)

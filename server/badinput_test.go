@@ -141,8 +141,8 @@ func TestBadMessagesChangeNothing(t *testing.T) {
 	med := &meddler{scheme: scheme, done: map[string]bool{}}
 	base := dialer()
 	var dials int
-	evil := func(ctx context.Context, url string) (session.Conn, error) {
-		c, err := base(ctx, url)
+	evil := func(ctx context.Context, url string, protos []string) (session.Conn, error) {
+		c, err := base(ctx, url, protos)
 		if err != nil {
 			return nil, err
 		}
@@ -274,10 +274,12 @@ func checkNoPlaintext(t *testing.T, frames []recorded, blocks []partition.Block,
 	t.Logf("checked %d frames, %d ciphertexts, %d plaintext numbers", decoded, chunks, len(plain))
 }
 
-// rawDial opens a participant socket by hand.
-func rawDial(t *testing.T, url string, h http.Header) *websocket.Conn {
+// rawDial opens a participant socket by hand, offering protos.
+func rawDial(t *testing.T, url string, protos []string, h http.Header) *websocket.Conn {
 	t.Helper()
-	ws, resp, err := websocket.DefaultDialer.Dial(url, h)
+	d := *websocket.DefaultDialer
+	d.Subprotocols = protos
+	ws, resp, err := d.Dial(url, h)
 	if err != nil {
 		status := ""
 		if resp != nil {
@@ -332,7 +334,7 @@ func TestRefusedConnections(t *testing.T) {
 	if _, err := experiment.RunPreparedWithHistory(context.Background(), p, o, &want); err != nil {
 		t.Fatal(err)
 	}
-	ts := startServerWith(t, t.TempDir(), func(opt *Options) { opt.Limits.MaxBytes = 1 << 20 })
+	ts := startServerWith(t, t.TempDir(), func(opt *Options) { opt.Limits.MaxBytes, opt.HelloLimit = 1<<20, 256<<10 })
 	sec := secret.FromSeed(o.Seed)
 	l, fed := ts.create(t, CreateRequest{Lambda: o.Lambda, Rounds: o.Rounds, IIC: o.IIC, Seed: uint64(o.Seed),
 		MinParticipants: len(p.Blocks), NumFeatures: p.Data.M()}, sec, "bgv")
@@ -352,23 +354,26 @@ func TestRefusedConnections(t *testing.T) {
 	other, _ := secret.New()
 	wide := p.Blocks[0]
 	wide.NumFeatures++
-	wsURL := l.SocketURL("")
+	wsURL, invite := l.SocketURL(), l.SocketProtocols("")
 	for _, tc := range []struct {
-		name, url, code string
-		frame           []byte
-		text            bool
+		name, url string
+		protos    []string
+		code      string
+		frame     []byte
+		text      bool
 	}{
-		{"unknown federation", strings.Replace(wsURL, l.ID, "nosuchfed", 1), protocol.CodeUnknownFederation, good, false},
-		{"wrong invite", strings.Replace(wsURL, l.Invite, "wrong", 1), protocol.CodeBadInvite, good, false},
-		{"unknown session", l.SocketURL("made-up-session"), protocol.CodeUnknownSession, good, false},
-		{"wrong secret", wsURL, protocol.CodeWrongSecret, hello(other, &p.Blocks[0]), false},
-		{"other feature count", wsURL, protocol.CodeSchema, hello(sec, &wide), false},
-		{"garbage first frame", wsURL, protocol.CodeBadMessage, []byte("GET / HTTP/1.1"), false},
-		{"first frame not a hello", wsURL, protocol.CodeOutOfPhase, header(`{"Kind":"primal","Round":0}`), false},
-		{"text frame", wsURL, protocol.CodeBadMessage, []byte("hello"), true},
+		{"unknown federation", strings.Replace(wsURL, l.ID, "nosuchfed", 1), invite, protocol.CodeUnknownFederation, good, false},
+		{"wrong invite", wsURL, []string{protocol.SocketProtocol, protocol.SocketInvitePrefix + "wrong"}, protocol.CodeBadInvite, good, false},
+		{"no token", wsURL, []string{protocol.SocketProtocol}, protocol.CodeBadInvite, good, false},
+		{"unknown session", wsURL, l.SocketProtocols("made-up-session"), protocol.CodeUnknownSession, good, false},
+		{"wrong secret", wsURL, invite, protocol.CodeWrongSecret, hello(other, &p.Blocks[0]), false},
+		{"other feature count", wsURL, invite, protocol.CodeSchema, hello(sec, &wide), false},
+		{"garbage first frame", wsURL, invite, protocol.CodeBadMessage, []byte("GET / HTTP/1.1"), false},
+		{"first frame not a hello", wsURL, invite, protocol.CodeOutOfPhase, header(`{"Kind":"primal","Round":0}`), false},
+		{"text frame", wsURL, invite, protocol.CodeBadMessage, []byte("hello"), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ws := rawDial(t, tc.url, nil)
+			ws := rawDial(t, tc.url, tc.protos, nil)
 			typ := websocket.BinaryMessage
 			if tc.text {
 				typ = websocket.TextMessage
@@ -378,16 +383,27 @@ func TestRefusedConnections(t *testing.T) {
 		})
 	}
 	// An oversized frame ends the connection with the standard close
-	// code 1009 (message too big), before the server reads it whole.
-	ws := rawDial(t, wsURL, nil)
+	// code 1009 (message too big), before the server reads it whole: before
+	// registering, a socket may send only a hello's size (HelloLimit).
+	ws := rawDial(t, wsURL, invite, nil)
 	ws.WriteMessage(websocket.BinaryMessage, make([]byte, 2<<20))
 	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, _, err := ws.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
 		t.Fatalf("oversized frame: %v, want close 1009", err)
 	}
 	// A page of another origin may not open a participant socket.
-	if _, resp, err := websocket.DefaultDialer.Dial(wsURL, http.Header{"Origin": {"http://evil.example"}}); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("foreign origin: %v %v", err, resp)
+	// A page of another origin may not open a participant socket, not
+	// even when DNS rebinding makes its Host agree with its Origin.
+	for _, h := range []http.Header{
+		{"Origin": {"http://evil.example"}},
+		{"Origin": {"http://evil.example"}, "Host": {"evil.example"}},
+		{"Origin": {"http://evil.example:80"}, "Host": {"evil.example:80"}},
+	} {
+		d := *websocket.DefaultDialer
+		d.Subprotocols = invite
+		if _, resp, err := d.Dial(wsURL, h); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("foreign origin %v: %v %v", h, err, resp)
+		}
 	}
 	if st := ts.status(t, fed.ID); len(st.Participants) != 0 || st.State != "waiting" {
 		t.Fatalf("after the refusals: %d participants, state %s", len(st.Participants), st.State)

@@ -30,10 +30,15 @@ type DemoBlock struct {
 	Taken    bool `json:"taken"` // handed to a page or to a simulated participant
 }
 
+// demoBlocks checks for the invite or the admin token: a demo block is
+// for whoever may join.
 func (s *Server) demoBlocks(c echo.Context) (*federation, []*partition.Block, error) {
 	f, err := s.lookup(c)
 	if err != nil {
 		return nil, nil, err
+	}
+	if r := f.authorize(bearer(c)).role; r != roleInvite && r != roleAdmin {
+		return nil, nil, httpError(http.StatusUnauthorized, "bad-token", "demo blocks need the federation's invite (the join link carries it) or admin token (Authorization: Bearer ...)")
 	}
 	if !f.meta.Demo {
 		return nil, nil, httpError(http.StatusNotFound, "not-demo", "federation %q is not a demo federation: bring your own block file", f.meta.ID)
@@ -86,6 +91,9 @@ func (s *Server) handleDemoBlock(c echo.Context) error {
 // handleFill fills a demo federation's free seats with simulated
 // participants: every block no page has taken.
 func (s *Server) handleFill(c echo.Context) error {
+	if _, err := s.adminOf(c, "filling the seats"); err != nil {
+		return err
+	}
 	f, blocks, err := s.demoBlocks(c)
 	if err != nil {
 		return err

@@ -83,8 +83,8 @@ func TestTenthDropEveryRound(t *testing.T) {
 	for i, b := range blocks {
 		welcomed := make(chan struct{})
 		var once sync.Once
-		dial := func(ctx context.Context, url string) (session.Conn, error) {
-			c, err := base(ctx, url)
+		dial := func(ctx context.Context, url string, protos []string) (session.Conn, error) {
+			c, err := base(ctx, url, protos)
 			if err != nil {
 				return nil, err
 			}

@@ -25,13 +25,16 @@ type federation struct {
 	log    *slog.Logger
 	scheme seal.Scheme
 
-	mu       sync.Mutex
-	meta     meta
-	coord    *protocol.Coordinator
-	broken   string // the state on disk could not be restored
-	conns    map[int]*conn
-	sessions map[string]int // token hash -> client
-	names    []string       // per client
+	mu     sync.Mutex
+	meta   meta
+	coord  *protocol.Coordinator
+	broken string // the state on disk could not be restored
+	conns  map[int]*conn
+	// sessions maps session token hashes to clients. It has its own lock
+	// so that checking a token never waits for a round's work under mu.
+	sessMu   sync.RWMutex
+	sessions map[string]int
+	names    []string // per client
 	timer    *time.Timer
 	timerSeq int
 	reported int // history entries already sent as events
@@ -45,25 +48,72 @@ type federation struct {
 	// for the decode limits of the connections' readers (no lock there).
 	slots atomic.Int64
 	// attack is the curious-server demonstration (Options.Curious), nil
-	// without it. Set once at creation; it has its own locks.
+	// without it. Set once when loaded; it has its own locks.
 	attack *attack
+
+	// pending counts sockets not registered yet (Options.MaxPending).
+	pending pendingCount
+
+	loadOnce sync.Once
+	loaded   atomic.Bool // ensure ran: the coordinator and workers exist
+	usable   bool
+	// ended: finished or stopped (not counted by the quotas; removed
+	// Options.Retention after meta.Ended).
+	ended atomic.Bool
 }
 
+// newFederation makes a federation from its record. It is cheap (no
+// goroutine, no file read): a server restarting over many federations
+// answers at once and loads each one when it is first used (ensure).
 func newFederation(s *Server, m meta, scheme seal.Scheme) *federation {
 	f := &federation{srv: s, meta: m, scheme: scheme, conns: map[int]*conn{}, sessions: map[string]int{},
 		log: s.log.With("federation", m.ID), events: newHub()}
-	for _, sm := range m.Sessions {
+	f.ended.Store(!m.Ended.IsZero() || m.Stopped)
+	return f
+}
+
+// ensure loads the federation once: its registrations, its checkpoint,
+// its background workers. It reports false if the federation cannot be
+// had at all (not even as broken).
+func (f *federation) ensure() bool {
+	f.loadOnce.Do(func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.usable = f.loadLocked()
+		f.loaded.Store(true)
+	})
+	return f.usable
+}
+
+func (f *federation) loadLocked() bool {
+	sessions, err := readSessions(f.dir())
+	if err != nil {
+		f.log.Error("registrations cannot be read", "error", err)
+		f.broken = err.Error()
+	}
+	for _, sm := range append(append([]sessionMeta(nil), f.meta.Sessions...), sessions...) {
+		f.sessMu.Lock()
 		f.sessions[sm.Hash] = sm.Client
+		f.sessMu.Unlock()
 		for len(f.names) <= sm.Client {
 			f.names = append(f.names, "")
 		}
 		f.names[sm.Client] = sm.Name
 	}
 	f.saver = newSaver(f.dir(), f.log)
-	if s.opt.Curious {
+	if f.srv.opt.Curious {
 		f.attack = newAttack(f)
 	}
-	return f
+	if err := f.loadCoordinator(); err != nil {
+		// Keep it visible as broken rather than losing it.
+		f.log.Error("federation cannot be restored", "error", err)
+		f.broken = err.Error()
+		if f.coord, err = protocol.NewCoordinator(f.meta.Config, f.scheme); err != nil {
+			f.log.Error("federation dropped: its configuration is not valid", "error", err)
+			return false
+		}
+	}
+	return true
 }
 
 // newCoordinator creates or restores the coordinator from the data
@@ -99,6 +149,9 @@ func (f *federation) loadCoordinator() error {
 	if f.meta.Stopped && !c.Finished() {
 		c.Stop("stopped before the server restarted")
 		f.finished = true
+	}
+	if f.finished {
+		f.markEnded()
 	}
 	if c.Waiting() {
 		f.armResume()
@@ -218,6 +271,7 @@ func (f *federation) afterChange() {
 	}
 	if f.coord.Finished() && !f.finished {
 		f.finished = true
+		f.markEnded()
 		if f.timer != nil {
 			f.timer.Stop()
 		}
@@ -262,11 +316,11 @@ func (f *federation) stateLocked() string {
 // register admits a connection's hello: a new participant with the invite,
 // or a returning one with its session token. It returns false if the
 // connection was refused (the reply is queued on c).
-func (f *federation) register(c *conn, hello protocol.Message, invite, session string) bool {
+func (f *federation) register(c *conn, hello protocol.Message, a access) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	refuse := func(code, msg string) bool {
-		f.log.Warn("registration refused", "client", c.client, "session", session != "", "code", code, "error", msg)
+		f.log.Warn("registration refused", "client", c.client, "returning", a.role == roleSession, "code", code, "error", msg)
 		c.send(protocol.Message{Kind: protocol.KindError, Code: code, Close: true, Err: msg})
 		return false
 	}
@@ -277,13 +331,10 @@ func (f *federation) register(c *conn, hello protocol.Message, invite, session s
 		return refuse(protocol.CodeFinished, "the federation has finished")
 	}
 	k, isNew := -1, false
-	switch {
-	case session != "":
-		var ok bool
-		if k, ok = f.sessions[hashToken(session)]; !ok {
-			return refuse(protocol.CodeUnknownSession, "no participant with this session token in this federation")
-		}
-	case hashToken(invite) == f.meta.InviteHash:
+	switch a.role {
+	case roleSession:
+		k = a.client
+	case roleInvite:
 		if len(f.names) >= f.srv.opt.MaxParticipants {
 			return refuse(protocol.CodeStarted, fmt.Sprintf("the federation is full (%d participants)", f.srv.opt.MaxParticipants))
 		}
@@ -310,9 +361,11 @@ func (f *federation) register(c *conn, hello protocol.Message, invite, session s
 		tok := newToken(24)
 		name := pseudonymFor(k, f.meta.ID)
 		f.names = append(f.names, name)
-		f.sessions[hashToken(tok)] = k
-		f.meta.Sessions = append(f.meta.Sessions, sessionMeta{Hash: hashToken(tok), Client: k, Name: name})
-		if err := f.saveMeta(); err != nil {
+		sm := sessionMeta{Hash: hashToken(tok), Client: k, Name: name}
+		f.sessMu.Lock()
+		f.sessions[sm.Hash] = k
+		f.sessMu.Unlock()
+		if err := f.appendSession(sm); err != nil {
 			f.log.Error("cannot save the new session", "error", err)
 		}
 		c.send(protocol.Message{Kind: protocol.KindWelcome, Session: tok, Name: name})
@@ -414,6 +467,11 @@ func (f *federation) admin(action string) error {
 
 // close ends the federation's connections and writes its last checkpoint.
 func (f *federation) close() {
+	f.loadOnce.Do(func() {}) // never loads after this; waits for a load under way
+	if !f.loaded.Load() {
+		f.events.close()
+		return
+	}
 	f.mu.Lock()
 	if f.timer != nil {
 		f.timer.Stop()

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +26,15 @@ type testServer struct {
 	*Server
 	http *httptest.Server
 	dir  string
+	// admin holds the admin token of each federation the test created:
+	// calls without a token use it (the tests of who may read what name
+	// their tokens: TestAccess).
+	mu    sync.Mutex
+	admin map[string]string
 }
+
+// testCreateToken is the create token of test servers.
+const testCreateToken = "test-create-token"
 
 func startServer(t *testing.T, dir string) *testServer {
 	t.Helper()
@@ -38,7 +48,7 @@ func startServerWith(t *testing.T, dir string, edit func(*Options)) *testServer 
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	// Tests compare encrypted runs with plaintext ones.
-	opt := Options{DataDir: dir, Log: log, InsecureDemo: true}
+	opt := Options{DataDir: dir, Log: log, InsecureDemo: true, CreateToken: testCreateToken}
 	if edit != nil {
 		edit(&opt)
 	}
@@ -47,7 +57,7 @@ func startServerWith(t *testing.T, dir string, edit func(*Options)) *testServer 
 		t.Fatal(err)
 	}
 	h := httptest.NewServer(s.Handler())
-	ts := &testServer{Server: s, http: h, dir: dir}
+	ts := &testServer{Server: s, http: h, dir: dir, admin: map[string]string{}}
 	t.Cleanup(ts.stop)
 	return ts
 }
@@ -67,20 +77,45 @@ func (ts *testServer) create(t *testing.T, req CreateRequest, sec secret.Secret,
 	if code := ts.call(t, "POST", "/api/federations", "", req, &resp); code != http.StatusCreated {
 		t.Fatalf("create: HTTP %d", code)
 	}
+
 	frag := sec.String()
 	if scheme == "plaintext" {
 		frag = "plaintext:" + frag
 	}
-	l, err := session.ParseLink(ts.http.URL + resp.JoinPath + "#" + frag)
+	l, err := session.ParseLink(ts.http.URL + resp.JoinPath + "&secret=" + frag)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l, &resp
 }
 
-// call sends a JSON request and decodes the JSON answer into out.
+// tokenFor is the token a call without one sends: the create token to
+// create, the federation's admin token on its routes.
+func (ts *testServer) tokenFor(path string) string {
+	rest, ok := strings.CutPrefix(path, "/api/federations")
+	if !ok {
+		return ""
+	}
+	if rest == "" || rest[0] == '?' {
+		return testCreateToken
+	}
+	id, _, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/")
+	id, _, _ = strings.Cut(id, "?")
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.admin[id]
+}
+
+// call sends a JSON request and decodes the JSON answer into out. An empty
+// token is tokenFor's; "none" sends none.
 func (ts *testServer) call(t *testing.T, method, path, token string, in, out any) int {
 	t.Helper()
+	switch token {
+	case "":
+		token = ts.tokenFor(path)
+	case "none":
+		token = ""
+	}
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -92,6 +127,9 @@ func (ts *testServer) call(t *testing.T, method, path, token string, in, out any
 	req, err := http.NewRequest(method, ts.http.URL+path, body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -106,6 +144,11 @@ func (ts *testServer) call(t *testing.T, method, path, token string, in, out any
 		if err := json.Unmarshal(b, out); err != nil {
 			t.Fatalf("%s %s: HTTP %d %s: %v", method, path, resp.StatusCode, b, err)
 		}
+	}
+	if cr, ok := out.(*CreateResponse); ok && resp.StatusCode == http.StatusCreated {
+		ts.mu.Lock()
+		ts.admin[cr.ID] = cr.AdminToken
+		ts.mu.Unlock()
 	}
 	return resp.StatusCode
 }

@@ -26,17 +26,43 @@ import (
 type Options struct {
 	// DataDir holds one folder per federation (meta.json, checkpoints).
 	DataDir string
-	// AllowedOrigins are the page origins, besides the server's own, whose
-	// websockets are accepted ("*" for any).
+	// AllowedOrigins are the origins the pages are served from (e.g.
+	// https://hyfed.example.org; "*" for any): only pages of these
+	// origins, or of this server reached on a loopback address, may open
+	// participant sockets. The Host header is not trusted (DNS rebinding).
 	AllowedOrigins []string
 	// Limits bound every frame a participant sends.
 	Limits protocol.Limits
 	// MaxParticipants bounds each federation's registrations.
 	MaxParticipants int
-	// CreateToken, if set, is required (as a bearer token) to create
-	// federations.
+	// CreateToken is required (as a bearer token) to create federations
+	// and to list them all. Without one, only OpenCreate lets anyone
+	// create (hyfed serve makes a token at start unless --open-create).
 	CreateToken string
-	Log         *slog.Logger
+	// OpenCreate lets anyone who reaches the server create federations,
+	// within the quotas (per address).
+	OpenCreate bool
+	// MaxFederations bounds the live (not ended) federations; MaxPerCreator
+	// those of one creator (a create token, or an address under
+	// OpenCreate).
+	MaxFederations, MaxPerCreator int
+	// CreateRate is how many creations per second one address may make,
+	// in bursts of CreateBurst.
+	CreateRate  float64
+	CreateBurst int
+	// UnstartedTTL removes a federation that has not started that long
+	// after its creation; Retention removes an ended one that long after
+	// it ended. Their folders (checkpoints) go with them.
+	UnstartedTTL, Retention time.Duration
+	// HelloLimit is the read limit of a socket until it has registered:
+	// the hello is the only frame before, and it is small.
+	HelloLimit int
+	// MaxPending bounds the sockets of one federation that have not
+	// registered yet.
+	MaxPending int
+	// TLS says the server is reached over HTTPS (HSTS is sent).
+	TLS bool
+	Log *slog.Logger
 	// Received, if set, sees every frame a participant's connection
 	// delivered, before it is decoded: what the server actually got (the
 	// privacy tests and the curious-server demonstration read it).
@@ -72,6 +98,54 @@ type Server struct {
 	feds map[string]*federation
 	// taken marks the demo blocks handed out, per federation.
 	taken map[string]map[int]bool
+
+	quit, janitorDone chan struct{}
+	closeOnce         sync.Once
+}
+
+// Defaults are the limits a zero Options field gets: what one 2-core box
+// with 24 GiB serves (docs/security.md says how they were measured).
+var Defaults = Options{
+	Limits:          protocol.Limits{MaxBytes: 64 << 20, MaxChunks: protocol.DefaultLimits.MaxChunks},
+	MaxParticipants: 5000,
+	MaxFederations:  1000,
+	MaxPerCreator:   100,
+	CreateRate:      1,
+	CreateBurst:     20,
+	UnstartedTTL:    24 * time.Hour,
+	Retention:       7 * 24 * time.Hour,
+	HelloLimit:      4 << 20,
+	MaxPending:      64,
+}
+
+func (o *Options) setDefaults() {
+	d := Defaults
+	if o.Limits.MaxBytes == 0 {
+		o.Limits = d.Limits
+	}
+	set := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	set(&o.MaxParticipants, d.MaxParticipants)
+	set(&o.MaxFederations, d.MaxFederations)
+	set(&o.MaxPerCreator, d.MaxPerCreator)
+	set(&o.CreateBurst, d.CreateBurst)
+	set(&o.HelloLimit, d.HelloLimit)
+	set(&o.MaxPending, d.MaxPending)
+	if o.CreateRate == 0 {
+		o.CreateRate = d.CreateRate
+	}
+	if o.UnstartedTTL == 0 {
+		o.UnstartedTTL = d.UnstartedTTL
+	}
+	if o.Retention == 0 {
+		o.Retention = d.Retention
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
 }
 
 // New opens the data directory and restores every federation in it.
@@ -79,16 +153,9 @@ func New(opt Options) (*Server, error) {
 	if opt.DataDir == "" {
 		return nil, errors.New("server: no data directory")
 	}
-	if opt.Limits.MaxBytes == 0 {
-		opt.Limits = protocol.Limits{MaxBytes: 64 << 20, MaxChunks: protocol.DefaultLimits.MaxChunks}
-	}
-	if opt.MaxParticipants == 0 {
-		opt.MaxParticipants = 10000
-	}
-	if opt.Log == nil {
-		opt.Log = slog.New(slog.DiscardHandler)
-	}
-	s := &Server{opt: opt, log: opt.Log, feds: map[string]*federation{}, taken: map[string]map[int]bool{}}
+	opt.setDefaults()
+	s := &Server{opt: opt, log: opt.Log, feds: map[string]*federation{}, taken: map[string]map[int]bool{},
+		quit: make(chan struct{}), janitorDone: make(chan struct{})}
 	root := filepath.Join(opt.DataDir, "federations")
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("server: data directory: %w", err)
@@ -117,23 +184,19 @@ func New(opt Options) (*Server, error) {
 			s.log.Error("skipping federation folder", "path", path, "error", err)
 			continue
 		}
-		f := newFederation(s, m, scheme)
-		if err := f.loadCoordinator(); err != nil {
-			// Keep it visible as broken rather than losing it.
-			s.log.Error("federation cannot be restored", "id", m.ID, "error", err)
-			f.broken = err.Error()
-			f.coord, _ = protocol.NewCoordinator(m.Config, scheme)
-			if f.coord == nil {
-				continue
-			}
-		}
-		s.feds[m.ID] = f
+		// Loaded when first used (federation.ensure).
+		s.feds[m.ID] = newFederation(s, m, scheme)
 	}
+	go s.janitor()
 	return s, nil
 }
 
 // Close ends every connection and writes the last checkpoints.
 func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		close(s.quit)
+		<-s.janitorDone
+	})
 	s.mu.Lock()
 	feds := make([]*federation, 0, len(s.feds))
 	for _, f := range s.feds {
@@ -145,10 +208,32 @@ func (s *Server) Close() {
 	}
 }
 
+// federation returns a loaded federation, or nil.
 func (s *Server) federation(id string) *federation {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.feds[id]
+	f := s.feds[id]
+	s.mu.Unlock()
+	if f == nil || !f.ensure() {
+		return nil
+	}
+	return f
+}
+
+// all returns the loaded federations.
+func (s *Server) all() []*federation {
+	s.mu.Lock()
+	feds := make([]*federation, 0, len(s.feds))
+	for _, f := range s.feds {
+		feds = append(feds, f)
+	}
+	s.mu.Unlock()
+	out := feds[:0]
+	for _, f := range feds {
+		if f.ensure() {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // CreateRequest is the body of POST /api/federations.
@@ -201,15 +286,30 @@ type CreateRequest struct {
 type CreateResponse struct {
 	ID          string `json:"id"`
 	AdminToken  string `json:"admin_token"`
+	ViewerToken string `json:"viewer_token"`
 	InviteToken string `json:"invite_token"`
 	// JoinPath is the join link without its secret: append
-	// "#<secret>" (only the organizer has it).
-	JoinPath      string `json:"join_path"`
+	// "&secret=<secret>" (only the organizer has it).
+	JoinPath string `json:"join_path"`
+	// DashboardPath is the dashboard with the viewer token (to share);
+	// AdminPath with the admin token (the organizer's own).
 	DashboardPath string `json:"dashboard_path"`
+	AdminPath     string `json:"admin_path"`
 }
 
-// Create sets up a federation.
+// Create sets up a federation for the server's own operator (hyfed serve
+// --demo, tests): the quotas count it as the operator's.
 func (s *Server) Create(req CreateRequest) (*CreateResponse, error) {
+	return s.create(req, "operator")
+}
+
+// errQuota is a creation refused by a quota.
+type errQuota struct{ msg string }
+
+func (e errQuota) Error() string { return e.msg }
+
+// create sets up a federation made by creator (a hash).
+func (s *Server) create(req CreateRequest, creator string) (*CreateResponse, error) {
 	if req.Algo == "" {
 		req.Algo = protocol.AlgoHyFDCA
 	}
@@ -244,6 +344,9 @@ func (s *Server) Create(req CreateRequest) (*CreateResponse, error) {
 	if req.PStar < 0 || math.IsNaN(req.PStar) || math.IsInf(req.PStar, 0) {
 		return nil, fmt.Errorf("pstar %v: the optimum is a finite number >= 0", req.PStar)
 	}
+	if req.Seed != 0 && !s.opt.InsecureDemo {
+		return nil, errors.New("seed: a seeded federation's secret can be derived from its seed (hyfed create --seed); this server refuses them (start it with --insecure-demo to run reproducible demonstrations)")
+	}
 	if req.Inner == 0 && req.IIC == 0 {
 		req.IIC = 0.2
 	}
@@ -260,30 +363,49 @@ func (s *Server) Create(req CreateRequest) (*CreateResponse, error) {
 	if cfg.Rounds < 1 {
 		return nil, fmt.Errorf("rounds %d: at least 1", cfg.Rounds)
 	}
-	admin, invite := newToken(24), newToken(18)
+	admin, viewer, invite := newToken(24), newToken(18), newToken(18)
 	m := meta{ID: strings.ToLower(newToken(9)), Name: req.Name, Created: time.Now().UTC(), Algo: req.Algo,
 		Scheme: scheme.Name(), Config: cfg, Fingerprint: req.Fingerprint, RoundTimeout: req.RoundTimeout,
-		AutoStart: !req.ManualStart, AdminHash: hashToken(admin), InviteHash: hashToken(invite), Demo: req.Demo,
-		PStar: req.PStar}
+		AutoStart: !req.ManualStart, AdminHash: hashToken(admin), ViewerHash: hashToken(viewer),
+		InviteHash: hashToken(invite), Demo: req.Demo, PStar: req.PStar, Creator: creator}
 	m.ID = strings.NewReplacer("-", "x", "_", "y").Replace(m.ID)
 	f := newFederation(s, m, scheme)
+	// The quotas and the insertion under one lock: concurrent creations
+	// cannot both take the last place.
+	s.mu.Lock()
+	live, mine := 0, 0
+	for _, g := range s.feds {
+		if !g.ended.Load() {
+			live++
+			if g.meta.Creator == creator {
+				mine++
+			}
+		}
+	}
+	switch {
+	case live >= s.opt.MaxFederations:
+		s.mu.Unlock()
+		return nil, errQuota{fmt.Sprintf("this server holds %d live federations, its limit: try again when some have ended", live)}
+	case mine >= s.opt.MaxPerCreator:
+		s.mu.Unlock()
+		return nil, errQuota{fmt.Sprintf("you have %d live federations, the limit per creator: delete one (DELETE /api/federations/<id> with its admin token) or wait until one ends", mine)}
+	}
+	s.feds[m.ID] = f
+	s.mu.Unlock()
 	f.mu.Lock()
 	err = f.saveMeta()
 	f.mu.Unlock()
+	if err == nil && (!f.ensure() || f.broken != "") {
+		err = fmt.Errorf("federation %s: cannot be set up: %s", m.ID, f.broken)
+	}
 	if err != nil {
-		f.saver.stop()
+		s.remove(f)
 		return nil, err
 	}
-	if err := f.loadCoordinator(); err != nil {
-		f.saver.stop()
-		return nil, err
-	}
-	s.mu.Lock()
-	s.feds[m.ID] = f
-	s.mu.Unlock()
 	s.log.Info("federation created", "id", m.ID, "name", m.Name, "min_participants", cfg.Clients, "rounds", cfg.Rounds, "scheme", m.Scheme)
-	return &CreateResponse{ID: m.ID, AdminToken: admin, InviteToken: invite,
-		JoinPath: "/join/" + m.ID + "?invite=" + invite, DashboardPath: "/federations/" + m.ID}, nil
+	return &CreateResponse{ID: m.ID, AdminToken: admin, ViewerToken: viewer, InviteToken: invite,
+		JoinPath: "/join/" + m.ID + "#invite=" + invite, DashboardPath: "/federations/" + m.ID + "#viewer=" + viewer,
+		AdminPath: "/federations/" + m.ID + "#admin=" + admin}, nil
 }
 
 // ParticipantView is a participant as the status shows it.
@@ -311,7 +433,6 @@ type ConfigView struct {
 	ManualStart     bool    `json:"manual_start"`
 	RoundTimeout    string  `json:"round_timeout"`
 	NumFeatures     int     `json:"num_features"`
-	Seed            uint64  `json:"seed"`
 	PStar           float64 `json:"pstar,omitempty"` // the organizer's known optimum, if given
 	SealPrimal      bool    `json:"seal_primal,omitempty"`
 	StepA           float64 `json:"step_a,omitempty"`
@@ -365,7 +486,7 @@ func (f *federation) status() Status {
 		Config: ConfigView{Algo: f.meta.Algo, Scheme: f.meta.Scheme, Step: cfg.Step, Search: cfg.Search, Loss: cfg.Loss,
 			Lambda: cfg.Lambda, Rounds: cfg.Rounds, Fraction: cfg.Fraction, Inner: cfg.Inner, IIC: cfg.IIC,
 			MinParticipants: cfg.Clients, ManualStart: !f.meta.AutoStart, RoundTimeout: time.Duration(f.meta.RoundTimeout).String(),
-			NumFeatures: cfg.NumFeatures, Seed: cfg.Seed, PStar: f.meta.PStar, SealPrimal: cfg.SealPrimal,
+			NumFeatures: cfg.NumFeatures, PStar: f.meta.PStar, SealPrimal: cfg.SealPrimal,
 			StepA: cfg.StepA, StepB: cfg.StepB, Mu: cfg.Mu, Mode: cfg.Mode},
 		Round: f.coord.Round(), Phase: f.coord.Phase(), Samples: f.coord.NumTrain(),
 		Participants: []ParticipantView{}, History: []*MetricsView{},
@@ -399,14 +520,8 @@ type Summary struct {
 }
 
 func (s *Server) list() []Summary {
-	s.mu.Lock()
-	feds := make([]*federation, 0, len(s.feds))
-	for _, f := range s.feds {
-		feds = append(feds, f)
-	}
-	s.mu.Unlock()
 	out := []Summary{}
-	for _, f := range feds {
+	for _, f := range s.all() {
 		f.mu.Lock()
 		out = append(out, Summary{ID: f.meta.ID, Name: f.meta.Name, State: f.stateLocked(), Created: f.meta.Created,
 			Round: f.coord.Round(), Rounds: f.coord.Config().Rounds, Participants: len(f.names), Demo: f.meta.Demo,

@@ -1,12 +1,15 @@
 package server
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -80,11 +83,20 @@ type meta struct {
 	RoundTimeout Duration        `json:"round_timeout"`
 	AutoStart    bool            `json:"auto_start"`
 	AdminHash    string          `json:"admin_hash"`
+	ViewerHash   string          `json:"viewer_hash,omitempty"`
 	InviteHash   string          `json:"invite_hash"`
-	Sessions     []sessionMeta   `json:"sessions"`
-	Stopped      bool            `json:"stopped,omitempty"`
-	Demo         bool            `json:"demo,omitempty"`
-	PStar        float64         `json:"pstar,omitempty"`
+	// Sessions are the registrations of data directories written before
+	// they moved to sessions.jsonl (read, never written).
+	Sessions []sessionMeta `json:"sessions,omitempty"`
+	Stopped  bool          `json:"stopped,omitempty"`
+	Demo     bool          `json:"demo,omitempty"`
+	PStar    float64       `json:"pstar,omitempty"`
+	// Creator is a hash of who created it (the create token, or the
+	// address under open creation), for the per-creator quota.
+	Creator string `json:"creator,omitempty"`
+	// Ended is when it finished or stopped: it is removed a retention
+	// period later.
+	Ended time.Time `json:"ended,omitzero"`
 }
 
 type sessionMeta struct {
@@ -114,6 +126,64 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 }
 
 func (f *federation) dir() string { return filepath.Join(f.srv.opt.DataDir, "federations", f.meta.ID) }
+
+// sessionsFile is the append-only log of registrations: one JSON line per
+// participant, so registering costs one short append, not a rewrite of
+// everything registered before.
+const sessionsFile = "sessions.jsonl"
+
+// appendSession records a registration before its welcome goes out (a
+// server killed after it still knows the session). Called with f.mu held.
+func (f *federation) appendSession(sm sessionMeta) error {
+	b, err := json.Marshal(sm)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(f.dir(), 0o700); err != nil {
+		return err
+	}
+	fh, err := os.OpenFile(filepath.Join(f.dir(), sessionsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("federation %s: sessions: %w", f.meta.ID, err)
+	}
+	if _, err := fh.Write(append(b, '\n')); err != nil {
+		fh.Close()
+		return fmt.Errorf("federation %s: sessions: %w", f.meta.ID, err)
+	}
+	if err := fh.Sync(); err != nil {
+		fh.Close()
+		return fmt.Errorf("federation %s: sessions: %w", f.meta.ID, err)
+	}
+	return fh.Close()
+}
+
+// readSessions reads the registrations log. A last line cut short by a
+// crash is the registration whose welcome never went out: it is dropped.
+func readSessions(dir string) ([]sessionMeta, error) {
+	b, err := os.ReadFile(filepath.Join(dir, sessionsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []sessionMeta
+	lines := bytes.Split(b, []byte("\n"))
+	for i, line := range lines {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var sm sessionMeta
+		if err := json.Unmarshal(line, &sm); err != nil || sm.Hash == "" || sm.Client < 0 {
+			if i == len(lines)-1 {
+				break // torn last line
+			}
+			return nil, fmt.Errorf("%s line %d: not a session record", filepath.Join(dir, sessionsFile), i+1)
+		}
+		out = append(out, sm)
+	}
+	return out, nil
+}
 
 // saveMeta writes meta.json. Called with f.mu held.
 func (f *federation) saveMeta() error {

@@ -136,7 +136,7 @@ var alsoPlaintextSealedPrimal = []string{
 }
 
 func (s *Server) handleModel(c echo.Context) error {
-	f, err := s.lookup(c)
+	f, _, err := s.member(c, "the model")
 	if err != nil {
 		return err
 	}
@@ -144,11 +144,11 @@ func (s *Server) handleModel(c echo.Context) error {
 }
 
 func (s *Server) handleServerView(c echo.Context) error {
-	f, err := s.lookup(c)
+	f, a, err := s.member(c, "the server view")
 	if err != nil {
 		return err
 	}
-	v, err := f.serverView()
+	v, err := f.serverView(a)
 	if err != nil {
 		return fmt.Errorf("server view of federation %s: %w", f.meta.ID, err)
 	}
@@ -186,7 +186,11 @@ func plainView(what string, x []float64, features []int) *PlainView {
 	return v
 }
 
-func (f *federation) serverView() (*ServerView, error) {
+// serverView is what the server holds, as token a may see it: the
+// aggregates and sizes for any member; a participant's own values (its
+// primal contribution, its last change, under the plaintext scheme its
+// dual values) only for that participant's session or the admin.
+func (f *federation) serverView(a access) (*ServerView, error) {
 	plain := f.meta.Scheme == "plaintext"
 	form, key := formBGV, seal.Key(nil)
 	if plain {
@@ -233,6 +237,9 @@ func (f *federation) serverView() (*ServerView, error) {
 		}
 		v.Dual = dual.view("dual values a_n of all samples", form, held.Samples)
 		v.Norms = norms.view("squared row norms of all samples, summed over their holders", form, held.Samples)
+		if a.role != roleAdmin {
+			v.Dual.Readable, v.Norms.Readable = nil, nil
+		}
 	}
 	summed := summedChunkBytes(f.scheme, held.Alpha)
 	infos := f.coord.Clients()
@@ -256,10 +263,13 @@ func (f *federation) serverView() (*ServerView, error) {
 			}
 			p.Dual = dual.view("dual values a_n of its samples", form, len(hc.Slots))
 			p.Norms = norms.view("squared norms of its samples' rows, summed over their holders", form, len(hc.Slots))
+			if !a.mayReadClient(k) {
+				p.Dual.Readable, p.Norms.Readable = nil, nil
+			}
 			p.RoundAggregates = &SealedView{What: "per round: the direction d and the inner products x.u of its samples, summed, sent back, not kept",
 				Form: form, Ciphertexts: 2 * len(hc.Chunks), Bytes: 2 * len(hc.Chunks) * summed, Values: 2 * len(hc.Slots)}
 		}
-		if started && k < len(held.Clients) {
+		if started && k < len(held.Clients) && a.mayReadClient(k) {
 			if hw := f.coord.HatW(k); hw != nil {
 				p.HatW = plainView("primal contribution hat_w_k (on its features)", hw, held.Clients[k].Features)
 			}

@@ -348,7 +348,14 @@ func testViews(t *testing.T, scheme string, sealPrimal bool) {
 
 func (ts *testServer) get(t *testing.T, path string) []byte {
 	t.Helper()
-	resp, err := http.Get(ts.http.URL + path)
+	req, err := http.NewRequest("GET", ts.http.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok := ts.tokenFor(path); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

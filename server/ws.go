@@ -2,13 +2,38 @@ package server
 
 import (
 	"errors"
+	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/labstack/echo/v4"
 )
+
+// pendingCount counts a federation's sockets that have not registered.
+type pendingCount struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (p *pendingCount) reserve(max int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n >= max {
+		return false
+	}
+	p.n++
+	return true
+}
+
+func (p *pendingCount) release() {
+	p.mu.Lock()
+	p.n--
+	p.mu.Unlock()
+}
 
 // Keepalive: the server pings every pingEvery and drops a connection that
 // has sent nothing (not even a pong) for pongWait.
@@ -127,11 +152,18 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// serve runs a participant's connection until it ends.
-func (c *conn) serve(invite, session string) {
+// serve runs a participant's connection until it ends. The token was
+// checked before the upgrade (a); until the hello registers, the socket
+// reads at most Options.HelloLimit bytes, and counts as pending.
+func (c *conn) serve(a access) {
 	go c.writeLoop()
-	lim := c.f.srv.opt.Limits
-	c.ws.SetReadLimit(int64(lim.MaxBytes))
+	pending := true
+	defer func() {
+		if pending {
+			c.f.pending.release()
+		}
+	}()
+	c.ws.SetReadLimit(int64(c.f.srv.opt.HelloLimit))
 	c.ws.SetReadDeadline(time.Now().Add(helloWait))
 	c.ws.SetPongHandler(func(string) error {
 		c.ws.SetReadDeadline(time.Now().Add(pongWait))
@@ -168,9 +200,12 @@ func (c *conn) serve(invite, session string) {
 		c.send(protocol.Message{Kind: protocol.KindError, Code: protocol.CodeOutOfPhase, Close: true, Err: "the first message must be a hello, got " + string(hello.Kind)})
 		return
 	}
-	if !c.f.register(c, hello, invite, session) {
+	if !c.f.register(c, hello, a) {
 		return
 	}
+	c.f.pending.release()
+	pending = false
+	c.ws.SetReadLimit(int64(c.f.srv.opt.Limits.MaxBytes))
 	for {
 		c.ws.SetReadDeadline(time.Now().Add(pongWait))
 		frame, err = c.read()
@@ -244,11 +279,19 @@ func (s *Server) upgrader() *websocket.Upgrader {
 		ReadBufferSize:  64 << 10,
 		WriteBufferSize: 64 << 10,
 		CheckOrigin:     s.checkOrigin,
+		Subprotocols:    []string{protocol.SocketProtocol},
 	}
 }
 
-// checkOrigin admits native clients (no Origin header), pages of this
-// server, and the origins configured.
+// refuser upgrades sockets only to refuse them: small buffers, nothing
+// read.
+var refuser = &websocket.Upgrader{ReadBufferSize: 256, WriteBufferSize: 1024,
+	CheckOrigin: func(*http.Request) bool { return true }, Subprotocols: []string{protocol.SocketProtocol}}
+
+// checkOrigin admits native clients (no Origin header), the configured
+// origins, and pages of this server when it is reached on a loopback
+// address. The Host header alone proves nothing: under DNS rebinding an
+// attacker's name points at this server and Origin and Host agree.
 func (s *Server) checkOrigin(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -259,11 +302,34 @@ func (s *Server) checkOrigin(r *http.Request) bool {
 			return true
 		}
 	}
-	return origin == "http://"+r.Host || origin == "https://"+r.Host
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host != r.Host {
+		return false
+	}
+	return isLoopback(u.Hostname())
 }
 
-// refuseRaw sends one typed error on a socket that belongs to no
-// federation, and closes it.
+// isLoopback: "localhost" or a loopback address, names no DNS answer can
+// make a page of another site carry as its origin.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// refuse answers a socket the server will not serve: one typed error,
+// then the close.
+func refuse(c echo.Context, code, msg string) {
+	ws, err := refuser.Upgrade(c.Response(), c.Request(), nil)
+	if err != nil {
+		return // the upgrader has answered
+	}
+	refuseRaw(ws, code, msg)
+}
+
+// refuseRaw sends one typed error on a socket and closes it.
 func refuseRaw(ws *websocket.Conn, code, msg string) {
 	defer ws.Close()
 	frame, err := protocol.EncodeMessage(nil, protocol.Message{Kind: protocol.KindError, Code: code, Close: true, Err: msg})

@@ -42,7 +42,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cmd, base, err := startServeProcess(ctx, dir, "127.0.0.1:0", stderr)
+	cmd, base, token, err := startServeProcess(ctx, dir, "127.0.0.1:0", stderr)
 	if err != nil {
 		return err
 	}
@@ -51,14 +51,14 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	req := server.CreateRequest{Name: "bench", Lambda: 1e-3, Rounds: *rounds, IIC: 0.2, Seed: 1,
+	req := server.CreateRequest{Name: "bench", Lambda: 1e-3, Rounds: *rounds, IIC: 0.2,
 		MinParticipants: len(p.Blocks), Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(10 * time.Minute),
 		SealPrimal: *sealPrimal}
 	if *plain {
 		req.Scheme = "plaintext"
 	}
 	var resp server.CreateResponse
-	if err := postJSON(ctx, base+"/api/federations", "", req, &resp); err != nil {
+	if err := postJSON(ctx, base+"/api/federations", token, req, &resp); err != nil {
 		return err
 	}
 	l, err := session.ParseLink(joinLink(base, &resp, sec, *plain))
@@ -85,7 +85,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	total := time.Since(t0)
 	var st server.Status
-	if err := getJSON(ctx, l.StatusURL(), &st); err != nil {
+	if err := getJSON(ctx, l.StatusURL(), l.Invite, &st); err != nil {
 		return err
 	}
 	peak := vmHWM(cmd.Process.Pid)
@@ -137,27 +137,33 @@ func vmHWM(pid int) string {
 
 // startServeProcess runs this binary as `hyfed serve` in a child process
 // and returns it with the base URL it printed.
-func startServeProcess(ctx context.Context, dir, addr string, stderr io.Writer) (*exec.Cmd, string, error) {
+// startServeProcess runs hyfed serve as a child (with extra flags) and
+// returns it, its base URL and its create token.
+func startServeProcess(ctx context.Context, dir, addr string, stderr io.Writer, extra ...string) (*exec.Cmd, string, string, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	cmd := exec.CommandContext(ctx, exe, "serve", "--addr", addr, "--data-dir", dir)
-	cmd.Env = append(os.Environ(), "HYFED_MAIN=1") // for the test binary, which acts as hyfed with it
+	token := newCreateToken()
+	cmd := exec.CommandContext(ctx, exe, append([]string{"serve", "--addr", addr, "--data-dir", dir}, extra...)...)
+	// HYFED_MAIN: the test binary acts as hyfed with it. The token goes
+	// by the environment, not the command line others can read.
+	cmd.Env = append(os.Environ(), "HYFED_MAIN=1", "HYFED_CREATE_TOKEN="+token)
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
 	base, ok := strings.CutPrefix(strings.TrimSpace(line), "listening: ")
 	if err != nil || !ok {
 		cmd.Process.Kill()
 		cmd.Wait()
-		return nil, "", fmt.Errorf("hyfed serve did not start: %q %v", line, err)
+		return nil, "", "", fmt.Errorf("hyfed serve did not start: %q %v", line, err)
 	}
-	return cmd, base, nil
+	go io.Copy(io.Discard, out) // the create line and anything after it
+	return cmd, base, token, nil
 }

@@ -32,18 +32,13 @@ func TestServeCuriousFlag(t *testing.T) {
 				errc <- runServe(ctx, append([]string{"--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, c.args...), pw, io.Discard)
 				pw.Close()
 			}()
-			line, err := bufio.NewReader(pr).ReadString('\n')
-			base, ok := strings.CutPrefix(strings.TrimSpace(line), "listening: ")
-			if err != nil || !ok {
-				t.Fatalf("hyfed serve printed %q (%v)", line, err)
-			}
-			go io.Copy(io.Discard, pr)
+			base, token := serveLines(t, pr)
 			var resp server.CreateResponse
-			if err := postJSON(ctx, base+"/api/federations", "", server.CreateRequest{MinParticipants: 2, Rounds: 3}, &resp); err != nil {
+			if err := postJSON(ctx, base+"/api/federations", token, server.CreateRequest{MinParticipants: 2, Rounds: 3}, &resp); err != nil {
 				t.Fatal(err)
 			}
 			var st server.Status
-			if err := getJSON(ctx, base+"/api/federations/"+resp.ID, &st); err != nil {
+			if err := getJSON(ctx, base+"/api/federations/"+resp.ID, resp.ViewerToken, &st); err != nil {
 				t.Fatal(err)
 			}
 			if st.Curious != c.want {
@@ -55,4 +50,26 @@ func TestServeCuriousFlag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serveLines reads hyfed serve's first lines (listening:, create:) and
+// returns its base URL and the create token it made; the rest of its
+// output is drained.
+func serveLines(t *testing.T, r io.Reader) (base, token string) {
+	t.Helper()
+	br := bufio.NewReader(r)
+	for base == "" || token == "" {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("hyfed serve printed %q (%v)", line, err)
+		}
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "listening: "); ok {
+			base = v
+		} else if v, ok := strings.CutPrefix(line, "create: "); ok {
+			_, token, _ = strings.Cut(v, "#create=")
+		}
+	}
+	go io.Copy(io.Discard, br)
+	return base, token
 }

@@ -44,10 +44,12 @@ func TestDemoBlocksAndFill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := strings.Replace(lines["dashboard"], "/federations/", "/api/federations/", 1)
+	api, admin := apiOf(t, lines["dashboard"])
 	get := func(path string) []byte {
 		t.Helper()
-		resp, err := http.Get(api + path)
+		req, _ := http.NewRequest("GET", api+path, nil)
+		req.Header.Set("Authorization", "Bearer "+admin)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,11 +61,14 @@ func TestDemoBlocksAndFill(t *testing.T) {
 		return b
 	}
 	// --insecure-demo: the same demo without encryption beside it, marked.
-	if !strings.Contains(lines["insecure join"], "#plaintext:") {
+	if !strings.Contains(lines["insecure join"], "&secret=plaintext:") {
 		t.Fatalf("insecure join link %q, want a plaintext: secret", lines["insecure join"])
 	}
 	var ist server.Status
-	resp0, err := http.Get(strings.Replace(lines["insecure dashboard"], "/federations/", "/api/federations/", 1))
+	iapi, iadmin := apiOf(t, lines["insecure dashboard"])
+	req0, _ := http.NewRequest("GET", iapi, nil)
+	req0.Header.Set("Authorization", "Bearer "+iadmin)
+	resp0, err := http.DefaultClient.Do(req0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +101,20 @@ func TestDemoBlocksAndFill(t *testing.T) {
 		done <- err
 	}()
 	<-welcomed
-	resp, err := http.Post(api+"/fill", "application/json", nil)
-	if err != nil {
-		t.Fatal(err)
+	// Filling the seats is the organizer's: not with the invite.
+	post := func(tok string) *http.Response {
+		req, _ := http.NewRequest("POST", api+"/fill", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
 	}
+	if r := post(l.Invite); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("fill with the invite: %s, want 401", r.Status)
+	}
+	resp := post(admin)
 	var fill struct {
 		Started int   `json:"started"`
 		Blocks  []int `json:"blocks"`
@@ -118,10 +133,7 @@ func TestDemoBlocksAndFill(t *testing.T) {
 		t.Fatalf("status: %s, round %d, %d participants", st.State, st.Round, len(st.Participants))
 	}
 	// No seats are left, and a second fill says so.
-	resp, err = http.Post(api+"/fill", "application/json", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp = post(admin)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusConflict {
 		t.Fatalf("second fill: %s, want 409", resp.Status)
@@ -130,4 +142,15 @@ func TestDemoBlocksAndFill(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// apiOf turns a printed dashboard URL (/federations/<id>#admin=<token>)
+// into the federation's API base and the token.
+func apiOf(t *testing.T, dashboard string) (api, token string) {
+	t.Helper()
+	u, tok, ok := strings.Cut(dashboard, "#admin=")
+	if !ok {
+		t.Fatalf("dashboard %q: no admin token after '#'", dashboard)
+	}
+	return strings.Replace(u, "/federations/", "/api/federations/", 1), tok
 }

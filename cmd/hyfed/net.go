@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -25,6 +27,7 @@ import (
 	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/secret"
 	"github.com/hyfed/hyfed/shared/session"
+	"golang.org/x/net/netutil"
 )
 
 // fedFlags are the federation settings, named as in hyfed experiment.
@@ -77,24 +80,34 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
+// joinLink completes the server's join path (which carries the invite
+// after '#') with the secret, which only the organizer has.
 func joinLink(base string, resp *server.CreateResponse, sec secret.Secret, plaintext bool) string {
 	frag := sec.String()
 	if plaintext {
 		frag = "plaintext:" + frag
 	}
-	return strings.TrimRight(base, "/") + resp.JoinPath + "#" + frag
+	return strings.TrimRight(base, "/") + resp.JoinPath + "&secret=" + frag
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	addr := fs.String("addr", "localhost:8080", "listen address")
 	dir := fs.String("data-dir", "hyfed-data", "directory for federations and checkpoints (restarting on it resumes them)")
-	origins := fs.String("allow-origin", "", "comma-separated page origins allowed to open participant sockets besides the server's own ('*': any)")
+	origins := fs.String("allow-origin", "", "comma-separated origins the pages are served from, e.g. https://hyfed.example.org (pages of this server on localhost need none; '*': any)")
 	cert := fs.String("tls-cert", "", "TLS certificate file (with --tls-key: serve HTTPS)")
 	key := fs.String("tls-key", "", "TLS key file")
 	maxFrame := fs.Int("max-frame", 64<<20, "largest frame a participant may send, in bytes")
-	maxParts := fs.Int("max-participants", 10000, "registrations per federation")
-	createToken := fs.String("create-token", os.Getenv("HYFED_CREATE_TOKEN"), "bearer token required to create federations (default $HYFED_CREATE_TOKEN; empty: anyone)")
+	d := server.Defaults
+	maxParts := fs.Int("max-participants", d.MaxParticipants, "registrations per federation")
+	createToken := fs.String("create-token", os.Getenv("HYFED_CREATE_TOKEN"), "bearer token required to create federations and list them (default $HYFED_CREATE_TOKEN; empty: one is made at start and printed in the create: link)")
+	openCreate := fs.Bool("open-create", false, "let ANYONE who reaches the server create federations (within the quotas, per address), without the create token")
+	maxFeds := fs.Int("max-federations", d.MaxFederations, "live (not ended) federations on this server")
+	maxPerCreator := fs.Int("max-per-creator", d.MaxPerCreator, "live federations per creator (the create token, or an address under --open-create)")
+	createRate := fs.Float64("create-rate", d.CreateRate, "federations one address may create per second (in bursts of 20)")
+	unstartedTTL := fs.Duration("unstarted-ttl", d.UnstartedTTL, "a federation that has not started this long after its creation is removed")
+	retention := fs.Duration("retention", d.Retention, "an ended federation (finished or stopped) is removed this long after it ended, its checkpoints with it")
+	maxConns := fs.Int("max-conns", 20000, "open connections the server accepts at once (participants' sockets, pages, API calls)")
 	demo := fs.Bool("demo", false, "create a demo federation (MNIST, quadrants:2: 8 blocks) and print its join and dashboard links; its pages offer the demo blocks, its dashboard fills free seats with simulated participants")
 	demoRounds := fs.Int("demo-rounds", 300, "rounds of the demo federation")
 	demoPart := fs.String("demo-partition", "quadrants:2", "partition of the demo's MNIST data (one seat per block)")
@@ -116,7 +129,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		level = slog.LevelWarn
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if *createToken == "" && !*openCreate {
+		// As Jupyter does: a token made now, printed in the create link.
+		*createToken = newCreateToken()
+	}
 	opt := server.Options{DataDir: *dir, Log: log, MaxParticipants: *maxParts, CreateToken: *createToken,
+		OpenCreate: *openCreate, MaxFederations: *maxFeds, MaxPerCreator: *maxPerCreator, CreateRate: *createRate,
+		UnstartedTTL: *unstartedTTL, Retention: *retention, TLS: *cert != "",
 		Limits: protocol.Limits{MaxBytes: *maxFrame, MaxChunks: protocol.DefaultLimits.MaxChunks}}
 	if *origins != "" {
 		opt.AllowedOrigins = strings.Split(*origins, ",")
@@ -163,7 +182,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if h, p, err := net.SplitHostPort(ln.Addr().String()); err == nil && (h == "127.0.0.1" || h == "::1") {
 		base = scheme + "://localhost:" + p
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Timeouts against idle and slow connections; websockets and the
+	// event stream set their own deadlines once they run.
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	ln = netutil.LimitListener(ln, *maxConns)
 	errc := make(chan error, 1)
 	go func() {
 		if *cert != "" {
@@ -173,6 +196,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}()
 	fmt.Fprintf(stdout, "listening: %s\n", base)
+	if *openCreate {
+		fmt.Fprintln(stderr, "WARNING: --open-create: anyone who reaches this server can create federations")
+		fmt.Fprintf(stdout, "create: %s/new\n", base)
+	} else {
+		fmt.Fprintf(stdout, "create: %s/new#create=%s\n", base, *createToken)
+	}
 	if *demo {
 		// The encrypted demo, and with --insecure-demo the same one without
 		// encryption beside it (the privacy demonstration compares them).
@@ -203,7 +232,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			seats.Add(resp.ID, l, demoData.Blocks)
 			fmt.Fprintf(stdout, "%sjoin: %s\n", prefix, link)
-			fmt.Fprintf(stdout, "%sdashboard: %s%s\n", prefix, base, resp.DashboardPath)
+			// The operator is the demo's organizer: its dashboard with the
+			// admin token ("fill the free seats" is an organizer's action).
+			fmt.Fprintf(stdout, "%sdashboard: %s%s\n", prefix, base, resp.AdminPath)
 			fmt.Fprintf(stdout, "%sadmin: %s\n", prefix, resp.AdminToken)
 		}
 		fmt.Fprintf(stdout, "open the join link, pick a demo block, then press \"fill the free seats\" on the dashboard (or: hyfed sim '<join link>' --data mnist --partition %s)\n", *demoPart)
@@ -235,12 +266,24 @@ func postJSON(ctx context.Context, url, token string, in, out any) error {
 	return doJSON(req, out)
 }
 
-func getJSON(ctx context.Context, url string, out any) error {
+func getJSON(ctx context.Context, url, token string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
 		return err
 	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	return doJSON(req, out)
+}
+
+// newCreateToken makes a server's create token.
+func newCreateToken() string {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err)) // no randomness: nothing sensible to do
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 func doJSON(req *http.Request, out any) error {
@@ -271,7 +314,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	srvURL := fs.String("server", "http://localhost:8080", "the hyfed server")
 	var ff fedFlags
 	ff.register(fs)
-	seed := fs.Int64("seed", 0, "participation seed; if set, the secret is derived from it too, as in hyfed experiment (reproducible runs only: anyone who knows the seed has the secret)")
+	seed := fs.Int64("seed", 0, "participation seed; if set, the secret is derived from it too, as in hyfed experiment (reproducible runs only: anyone who knows the seed has the secret; servers refuse it unless run with --insecure-demo)")
 	token := fs.String("create-token", os.Getenv("HYFED_CREATE_TOKEN"), "the server's create token, if it has one")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -293,9 +336,11 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := postJSON(ctx, strings.TrimRight(*srvURL, "/")+"/api/federations", *token, req, &resp); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "join: %s\n", joinLink(*srvURL, &resp, sec, ff.plain))
+	base := strings.TrimRight(*srvURL, "/")
+	fmt.Fprintf(stdout, "join: %s\n", joinLink(base, &resp, sec, ff.plain))
 	fmt.Fprintf(stdout, "admin: %s\n", resp.AdminToken)
-	fmt.Fprintf(stdout, "dashboard: %s%s\n", strings.TrimRight(*srvURL, "/"), resp.DashboardPath)
+	fmt.Fprintf(stdout, "dashboard: %s%s\n", base, resp.DashboardPath)
+	fmt.Fprintf(stdout, "organizer dashboard (do not share): %s%s\n", base, resp.AdminPath)
 	return nil
 }
 
@@ -402,7 +447,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	var st server.Status
-	if err := getJSON(ctx, l.StatusURL(), &st); err != nil {
+	if err := getJSON(ctx, l.StatusURL(), l.Invite, &st); err != nil {
 		return err
 	}
 	s := &experiment.Summary{Data: p.Data.Name, Partition: *spec, Clients: hi - lo + 1, PStar: *pstar}
@@ -446,7 +491,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if _, err := session.RunMany(ctx, l, blocks, o); err != nil {
 		return err
 	}
-	if err := getJSON(ctx, l.StatusURL(), &st); err != nil {
+	if err := getJSON(ctx, l.StatusURL(), l.Invite, &st); err != nil {
 		return err
 	}
 	if len(st.History) == 0 {

@@ -32,14 +32,16 @@ func TestMain(m *testing.M) {
 
 // startServe runs hyfed serve as a child process and returns it with its
 // base URL.
-func startServe(t *testing.T, dir, addr string) (*exec.Cmd, string) {
+// startServe runs hyfed serve with extra flags; it returns the process,
+// its base URL and its create token.
+func startServe(t *testing.T, dir, addr string, extra ...string) (*exec.Cmd, string, string) {
 	t.Helper()
-	cmd, base, err := startServeProcess(context.Background(), dir, addr, os.Stderr)
+	cmd, base, token, err := startServeProcess(context.Background(), dir, addr, os.Stderr, extra...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd, base
+	return cmd, base, token
 }
 
 // TestServerKilledMidTraining kills hyfed serve with SIGKILL in the middle
@@ -61,14 +63,15 @@ func TestServerKilledMidTraining(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cmd, base := startServe(t, dir, "127.0.0.1:0")
+	// --insecure-demo admits the seeded federation this test replays.
+	cmd, base, token := startServe(t, dir, "127.0.0.1:0", "--insecure-demo")
 	sec := secret.FromSeed(5)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var resp server.CreateResponse
 	req := server.CreateRequest{Lambda: lambda, Rounds: rounds, IIC: 0.2, Seed: 5, MinParticipants: len(p.Blocks),
 		Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(5 * time.Second)}
-	if err := postJSON(ctx, base+"/api/federations", "", req, &resp); err != nil {
+	if err := postJSON(ctx, base+"/api/federations", token, req, &resp); err != nil {
 		t.Fatal(err)
 	}
 	l, err := session.ParseLink(joinLink(base, &resp, sec, false))
@@ -89,7 +92,7 @@ func TestServerKilledMidTraining(t *testing.T) {
 	var st server.Status
 	for st.Round < rounds/3 {
 		time.Sleep(20 * time.Millisecond)
-		if err := getJSON(ctx, l.StatusURL(), &st); err != nil {
+		if err := getJSON(ctx, l.StatusURL(), l.Invite, &st); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,14 +104,14 @@ func TestServerKilledMidTraining(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // participants notice and retry meanwhile
 	addr := strings.TrimPrefix(base, "http://")
 	addr = strings.Replace(addr, "localhost", "127.0.0.1", 1)
-	_, base2 := startServe(t, dir, addr)
+	_, base2, _ := startServe(t, dir, addr, "--insecure-demo")
 	if base2 != base {
 		t.Fatalf("restarted on %s, was %s", base2, base)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("participants: %v", err)
 	}
-	if err := getJSON(ctx, l.StatusURL(), &st); err != nil {
+	if err := getJSON(ctx, l.StatusURL(), l.Invite, &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.State != "finished" || len(st.History) != rounds+1 {

@@ -17,7 +17,8 @@ func TestSimMatchesExperiment(t *testing.T) {
 		t.Skip("Fashion-MNIST twice")
 	}
 	ctx := context.Background()
-	_, base := startServe(t, t.TempDir(), "127.0.0.1:0")
+	// --insecure-demo: the test replays a seeded federation.
+	_, base, token := startServe(t, t.TempDir(), "127.0.0.1:0", "--insecure-demo")
 	runOK := func(args ...string) string {
 		t.Helper()
 		var out, errb bytes.Buffer
@@ -26,7 +27,7 @@ func TestSimMatchesExperiment(t *testing.T) {
 		}
 		return out.String()
 	}
-	created := runOK("create", "--server", base, "--seed", "1", "--min-participants", "8", "--rounds", "8", "--lambda", "1e-3")
+	created := runOK("create", "--server", base, "--create-token", token, "--seed", "1", "--min-participants", "8", "--rounds", "8", "--lambda", "1e-3")
 	var link string
 	for _, l := range strings.Split(created, "\n") {
 		if v, ok := strings.CutPrefix(l, "join: "); ok {

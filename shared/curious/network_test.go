@@ -60,7 +60,7 @@ func TestAttackOnServerFrames(t *testing.T) {
 		if c.scheme == "plaintext" {
 			frag = "plaintext:" + frag
 		}
-		l, err := session.ParseLink(hs.URL + resp.JoinPath + "#" + frag)
+		l, err := session.ParseLink(hs.URL + resp.JoinPath + "&secret=" + frag)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,6 +58,17 @@ const (
 	CodeStopped           = "stopped"            // the organizer stopped the federation, or it failed
 	CodeAbuse             = "abuse"              // too many rejected messages: disconnected
 	CodeReplaced          = "replaced"           // the same session connected again elsewhere
+	CodeBusy              = "busy"               // the server is at a limit: try again shortly
+)
+
+// A participant's websocket offers two subprotocols: SocketProtocol and
+// its token, SocketInvitePrefix+invite on its first connection,
+// SocketSessionPrefix+session when it returns. Browsers cannot set headers
+// on a WebSocket and URLs get logged; the server answers SocketProtocol.
+const (
+	SocketProtocol      = "hyfed.v1"
+	SocketInvitePrefix  = "hyfed.invite."
+	SocketSessionPrefix = "hyfed.session."
 )
 
 // Message is one protocol message. Exactly the fields of its Kind are set.

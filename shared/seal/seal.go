@@ -23,6 +23,7 @@ import (
 	"math"
 	"math/bits"
 	"sort"
+	"sync"
 )
 
 // Chunk is one sealed chunk; its concrete type belongs to the scheme.
@@ -340,12 +341,19 @@ func NewKeyFor(s Scheme, seed [32]byte) (Key, error) {
 
 // ByName returns the scheme "bgv" (homomorphic, the default) or
 // "plaintext" (no privacy; for comparisons).
+//
+// Every "bgv" it returns is one shared value: the parameters are fixed and
+// immutable, and building them costs ~250 kB of heap, which a server with
+// many federations would otherwise pay per federation.
 func ByName(name string) (Scheme, error) {
 	switch name {
 	case "bgv", "":
-		return NewBGV()
+		return sharedBGV()
 	case "plaintext":
 		return Plaintext{}, nil
 	}
 	return nil, fmt.Errorf("seal: unknown scheme %q (want bgv or plaintext)", name)
 }
+
+// sharedBGV is the one BGV scheme ByName hands out.
+var sharedBGV = sync.OnceValues(func() (Scheme, error) { return NewBGV() })

@@ -10,13 +10,16 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/secret"
 )
 
-// Link is a parsed join link: /join/<id>?invite=<token>#<secret>. The
-// fragment is never sent to a server by browsers; it holds the federation
-// secret and, for a federation that seals nothing, a "plaintext:" prefix
-// (so a server cannot talk a participant out of encryption).
+// Link is a parsed join link: /join/<id>#invite=<token>&secret=<secret>.
+// The fragment is never sent to a server by browsers (nor logged by
+// proxies); it holds the invite and the federation secret, the latter with
+// a "plaintext:" prefix for a federation that seals nothing (so a server
+// cannot talk a participant out of encryption). Links of the older form
+// /join/<id>?invite=<token>#<secret> are read too.
 type Link struct {
 	Base   string // scheme://host[:port], no trailing slash
 	ID     string
@@ -48,36 +51,49 @@ func ParseLink(s string) (Link, error) {
 		l.Base += "/" + prefix
 	}
 	l.ID = parts[len(parts)-1]
-	l.Invite = u.Query().Get("invite")
-	if l.Invite == "" {
-		return l, fmt.Errorf("join link: no invite token (?invite=...)")
-	}
 	frag := u.Fragment
+	if strings.Contains(frag, "secret=") || strings.Contains(frag, "invite=") {
+		v, err := url.ParseQuery(frag)
+		if err != nil {
+			return l, fmt.Errorf("join link: the part after '#': %w", err)
+		}
+		l.Invite, frag = v.Get("invite"), v.Get("secret")
+	} else {
+		l.Invite = u.Query().Get("invite") // the older form
+	}
+	if l.Invite == "" {
+		return l, fmt.Errorf("join link: no invite token (#invite=...): ask the organizer for the whole link")
+	}
 	l.Scheme = "bgv"
 	if rest, ok := strings.CutPrefix(frag, "plaintext:"); ok {
 		l.Scheme, frag = "plaintext", rest
 	}
 	if frag == "" {
-		return l, fmt.Errorf("join link: no secret after '#': ask the organizer for the whole link")
+		return l, fmt.Errorf("join link: no secret (#...&secret=...): ask the organizer for the whole link")
 	}
 	if l.Secret, err = secret.Parse(frag); err != nil {
-		return l, fmt.Errorf("join link: the secret after '#': %w", err)
+		return l, fmt.Errorf("join link: the secret: %w", err)
 	}
 	return l, nil
 }
 
-// String returns the link.
-func (l Link) String() string {
-	frag := l.Secret.String()
+// Fragment is the part of the link after '#': the invite and the secret.
+func (l Link) Fragment() string {
+	sec := l.Secret.String()
 	if l.Scheme == "plaintext" {
-		frag = "plaintext:" + frag
+		sec = "plaintext:" + sec
 	}
-	return fmt.Sprintf("%s/join/%s?invite=%s#%s", l.Base, url.PathEscape(l.ID), url.QueryEscape(l.Invite), frag)
+	return "invite=" + url.QueryEscape(l.Invite) + "&secret=" + sec
 }
 
-// SocketURL is the participants' websocket of the federation, entered with
-// the invite (first time) or the session token (reconnects).
-func (l Link) SocketURL(session string) string {
+// String returns the link.
+func (l Link) String() string {
+	return fmt.Sprintf("%s/join/%s#%s", l.Base, url.PathEscape(l.ID), l.Fragment())
+}
+
+// SocketURL is the participants' websocket of the federation. It carries
+// no token: SocketProtocols does.
+func (l Link) SocketURL() string {
 	base := l.Base
 	switch {
 	case strings.HasPrefix(base, "https://"):
@@ -85,26 +101,21 @@ func (l Link) SocketURL(session string) string {
 	case strings.HasPrefix(base, "http://"):
 		base = "ws://" + strings.TrimPrefix(base, "http://")
 	}
-	q := url.Values{}
+	return fmt.Sprintf("%s/api/federations/%s/ws", base, url.PathEscape(l.ID))
+}
+
+// SocketProtocols are the websocket subprotocols a participant offers:
+// the protocol's name and its token, the invite (first time) or the
+// session token (returning). Browsers cannot set headers on a WebSocket;
+// a subprotocol is the one header they send that is not logged with URLs.
+func (l Link) SocketProtocols(session string) []string {
 	if session != "" {
-		q.Set("session", session)
-	} else {
-		q.Set("invite", l.Invite)
+		return []string{protocol.SocketProtocol, protocol.SocketSessionPrefix + session}
 	}
-	return fmt.Sprintf("%s/api/federations/%s/ws?%s", base, url.PathEscape(l.ID), q.Encode())
+	return []string{protocol.SocketProtocol, protocol.SocketInvitePrefix + l.Invite}
 }
 
 // StatusURL is the federation's status endpoint.
 func (l Link) StatusURL() string {
 	return fmt.Sprintf("%s/api/federations/%s", l.Base, url.PathEscape(l.ID))
-}
-
-// redact drops the query (tokens) from a URL for error messages.
-func redact(url string) string {
-	for i := range url {
-		if url[i] == '?' {
-			return url[:i]
-		}
-	}
-	return url
 }

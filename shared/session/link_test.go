@@ -13,8 +13,15 @@ func TestParseLink(t *testing.T) {
 		link, err string
 		scheme    string
 	}{
+		{"http://localhost:8080/join/abc#invite=tok&secret=" + sec.String(), "", "bgv"},
+		{"https://example.org/hyfed/join/abc#invite=tok&secret=plaintext:" + sec.String(), "", "plaintext"},
+		{"http://localhost:8080/join/abc#secret=" + sec.String() + "&invite=tok", "", "bgv"},
+		// The older form, with the invite in the query.
 		{"http://localhost:8080/join/abc?invite=tok#" + sec.String(), "", "bgv"},
 		{"https://example.org/hyfed/join/abc?invite=tok#plaintext:" + sec.String(), "", "plaintext"},
+		{"http://x/join/abc#invite=tok", "secret", ""},
+		{"http://x/join/abc#secret=" + sec.String(), "invite", ""},
+		{"http://x/join/abc#invite=tok;x&secret=" + sec.String(), "after '#'", ""},
 		{"ftp://x/join/abc?invite=tok#" + sec.String(), "scheme", ""},
 		{"http://x/joint/abc?invite=tok#" + sec.String(), "path", ""},
 		{"http://x/join/abc#" + sec.String(), "invite", ""},
@@ -38,12 +45,25 @@ func TestParseLink(t *testing.T) {
 			t.Fatalf("%s: round trip %+v %v", tc.link, back, err)
 		}
 	}
-	l, _ := ParseLink("https://example.org/hyfed/join/abc?invite=tok#" + sec.String())
-	if got := l.SocketURL(""); got != "wss://example.org/hyfed/api/federations/abc/ws?invite=tok" {
+	l, _ := ParseLink("https://example.org/hyfed/join/abc#invite=tok&secret=" + sec.String())
+	if got := l.String(); got != "https://example.org/hyfed/join/abc#invite=tok&secret="+sec.String() {
+		t.Fatalf("link %s", got)
+	}
+	// No token in the socket's URL (URLs get logged): it rides in a
+	// subprotocol.
+	if got := l.SocketURL(); got != "wss://example.org/hyfed/api/federations/abc/ws" {
 		t.Fatalf("socket URL %s", got)
 	}
-	if got := l.SocketURL("s1"); got != "wss://example.org/hyfed/api/federations/abc/ws?session=s1" {
-		t.Fatalf("socket URL %s", got)
+	for _, tc := range []struct {
+		session string
+		want    []string
+	}{
+		{"", []string{"hyfed.v1", "hyfed.invite.tok"}},
+		{"s1", []string{"hyfed.v1", "hyfed.session.s1"}},
+	} {
+		if got := l.SocketProtocols(tc.session); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("session %q: protocols %q, want %q", tc.session, got, tc.want)
+		}
 	}
 }
 
@@ -51,6 +71,7 @@ func TestParseLink(t *testing.T) {
 // back to one that parses the same.
 func FuzzParseLink(f *testing.F) {
 	f.Add("http://localhost:8080/join/abc?invite=tok#" + secret.FromSeed(1).String())
+	f.Add("http://localhost:8080/join/abc#invite=tok&secret=" + secret.FromSeed(1).String())
 	f.Add("https://h/p/join/x?invite=a%20b#plaintext:" + secret.FromSeed(2).String())
 	f.Fuzz(func(t *testing.T, s string) {
 		l, err := ParseLink(s)

@@ -21,8 +21,9 @@ type Conn interface {
 	Close() error
 }
 
-// Dialer opens a connection to a websocket URL.
-type Dialer func(ctx context.Context, url string) (Conn, error)
+// Dialer opens a connection to a websocket URL offering the given
+// subprotocols (they carry the token: Link.SocketProtocols).
+type Dialer func(ctx context.Context, url string, protocols []string) (Conn, error)
 
 // Options configure Run.
 type Options struct {
@@ -135,7 +136,7 @@ func Run(ctx context.Context, l Link, b *partition.Block, o Options) (*Result, e
 // (or the session cannot go on), and otherwise the reason the connection
 // ended (nil if it had worked: registered and exchanged messages).
 func runOnce(ctx context.Context, l Link, p *protocol.Participant, scheme seal.Scheme, res *Result, o *Options, log *slog.Logger) (bool, error) {
-	c, err := o.Dial(ctx, l.SocketURL(res.Session))
+	c, err := o.Dial(ctx, l.SocketURL(), l.SocketProtocols(res.Session))
 	if err != nil {
 		return false, fmt.Errorf("connect: %w", err)
 	}

@@ -16,14 +16,15 @@ import (
 // goroutine reads all the time, so pings are answered even while the
 // participant computes.
 func WebSocket(readLimit int64) Dialer {
-	return func(ctx context.Context, url string) (Conn, error) {
-		d := websocket.Dialer{HandshakeTimeout: 15 * time.Second, ReadBufferSize: 64 << 10, WriteBufferSize: 64 << 10}
+	return func(ctx context.Context, url string, protocols []string) (Conn, error) {
+		d := websocket.Dialer{HandshakeTimeout: 15 * time.Second, ReadBufferSize: 64 << 10, WriteBufferSize: 64 << 10,
+			Subprotocols: protocols}
 		ws, resp, err := d.DialContext(ctx, url, http.Header{})
 		if err != nil {
 			if resp != nil {
-				return nil, fmt.Errorf("dial %s: %s: %w", redact(url), resp.Status, err)
+				return nil, fmt.Errorf("dial %s: %s: %w", url, resp.Status, err)
 			}
-			return nil, fmt.Errorf("dial %s: %w", redact(url), err)
+			return nil, fmt.Errorf("dial %s: %w", url, err)
 		}
 		if readLimit > 0 {
 			ws.SetReadLimit(readLimit)

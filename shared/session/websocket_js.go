@@ -15,7 +15,7 @@ import (
 // each, as whole byte arrays. The browser answers the server's pings by
 // itself, even while the participant computes.
 func WebSocket(readLimit int64) Dialer {
-	return func(ctx context.Context, url string) (Conn, error) {
+	return func(ctx context.Context, url string, protocols []string) (Conn, error) {
 		ctor := js.Global().Get("WebSocket")
 		if ctor.IsUndefined() {
 			return nil, errors.New("dial: this environment has no WebSocket")
@@ -26,10 +26,14 @@ func WebSocket(readLimit int64) Dialer {
 		func() {
 			defer func() {
 				if r := recover(); r != nil { // a malformed URL throws
-					c.fail(fmt.Errorf("dial %s: %v", redact(url), r))
+					c.fail(fmt.Errorf("dial %s: %v", url, r))
 				}
 			}()
-			ws = ctor.New(url)
+			ps := make([]any, len(protocols))
+			for i, p := range protocols {
+				ps[i] = p
+			}
+			ws = ctor.New(url, ps)
 		}()
 		if c.err != nil {
 			return nil, c.err
@@ -81,7 +85,7 @@ func WebSocket(readLimit int64) Dialer {
 		}
 		if ws.Get("readyState").Int() != 1 {
 			c.Close()
-			return nil, fmt.Errorf("dial %s: %w", redact(url), c.err)
+			return nil, fmt.Errorf("dial %s: %w", url, c.err)
 		}
 		return c, nil
 	}

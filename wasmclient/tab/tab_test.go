@@ -136,7 +136,7 @@ func startServer(t *testing.T) (*httptest.Server, func(rounds, min int, sec secr
 		if err != nil {
 			t.Fatal(err)
 		}
-		return hs.URL + resp.JoinPath + "#" + sec.String()
+		return hs.URL + resp.JoinPath + "&secret=" + sec.String()
 	}
 	return hs, create
 }
@@ -210,7 +210,7 @@ func TestRunWrongSecret(t *testing.T) {
 	sec, _ := secret.New()
 	link := create(2, 4, sec)
 	other, _ := secret.New()
-	link = link[:strings.Index(link, "#")+1] + other.String()
+	link = link[:strings.Index(link, "&secret=")] + "&secret=" + other.String()
 	var ev events
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
