@@ -379,6 +379,8 @@ $('delete-yes').addEventListener('click', async () => {
     await H.deleteJSON(api, admin);
     deleted = true;
     if (stream) stream.close();
+    $('conn').textContent = ''; // the server ended the stream as it deleted: no reconnecting
+    $('conn').dataset.state = 'closed';
     adminResult(true, 'Federation ' + id + ' is deleted, with its checkpoints. Its links no longer work.');
     setState('deleted');
   } catch (e) {
