@@ -178,6 +178,9 @@ func TestCreatePageBaseline(t *testing.T) {
 			t.Fatalf("the admin link is %q, want %s", links["admin"], want)
 		}
 		adminTokens.Store(id, links["token"])
+		if c.sealPrimal {
+			screenshot(t, tb, "create.png")
+		}
 		st := fedStatus(t, ts.URL, id)
 		switch {
 		case st.Config.Algo != c.algo:

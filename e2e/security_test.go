@@ -32,7 +32,7 @@ func TestPagesUnderCSP(t *testing.T) {
 	byName := fmt.Sprintf("document.getElementById('title')?.textContent.trim() === %s", jsString(name))
 	pages := []struct{ name, path, ready string }{
 		{"index", "/#create=" + createToken, fmt.Sprintf("document.querySelector(%s) !== null", jsString("#feds a[href^='/federations/"+fed.ID+"']"))},
-		{"new", "/new#create=" + createToken, "document.getElementById('token-label')?.hidden === true"},
+		{"new", "/new#create=" + createToken, "document.getElementById('token-label')?.offsetParent === null"},
 		{"join", strings.TrimPrefix(link, ts.URL), fmt.Sprintf("document.body.dataset.ready === '1' && document.getElementById('fed').textContent.startsWith(%s)", jsString(name))},
 		{"dashboard (viewer)", fed.DashboardPath, byName + " && document.getElementById('admin-box').hidden && document.getElementById('conn').dataset.state === 'open'"},
 		{"dashboard (admin)", fed.AdminPath, byName + " && !document.getElementById('admin-box').hidden && !document.getElementById('act-start').disabled"},
@@ -146,7 +146,7 @@ func TestRefusedTokensSayWhatIsNeeded(t *testing.T) {
 	// The create page without its token: the form says where to get it.
 	tb.navigate("about:blank")
 	tb.navigate(ts.URL + "/new")
-	if evalJS[bool](tb, "document.getElementById('token-label').hidden") {
+	if evalJS[bool](tb, "document.getElementById('token-label').offsetParent === null") {
 		tb.fatalf("the create page without #create= hides the token field")
 	}
 	tb.do("create", chromedp.Click("#create"))
