@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -43,10 +44,12 @@ type attack struct {
 	log   *slog.Logger
 	obs   *curious.Observer
 	round atomic.Int64 // the last round the federation finished, for labels
-	wake  chan struct{}
-	quit  chan struct{}
-	done  chan struct{}
-	once  sync.Once
+	// failed: a pass panicked and the worker stopped.
+	failed atomic.Bool
+	wake   chan struct{}
+	quit   chan struct{}
+	done   chan struct{}
+	once   sync.Once
 
 	mu      sync.Mutex
 	results map[int]*attackResult // per client: the latest reconstruction
@@ -120,10 +123,31 @@ func (a *attack) loop() {
 			}
 		}
 		start := time.Now()
-		a.reconstruct()
+		if !a.safeReconstruct() {
+			return
+		}
 		last, took = time.Now(), time.Since(start)
 	}
 }
+
+// safeReconstruct runs a pass; a panic (the attack runs on what
+// participants sent) ends the demonstration for this federation, not the
+// server, and the views say so.
+func (a *attack) safeReconstruct() (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.log.Error("curious server: internal error, the attack stops", "panic", r, "stack", string(debug.Stack()))
+			a.failed.Store(true)
+			ok = false
+		}
+	}()
+	a.reconstruct()
+	return true
+}
+
+// reconstructIP is the attack's solver (a variable so that a test can
+// make it panic).
+var reconstructIP = (*curious.Observer).ReconstructIP
 
 // reconstruct runs the attack on every client with new equations. A pass
 // that found some wakes the worker once more: the quiet pass after the
@@ -156,7 +180,7 @@ func (a *attack) reconstruct() {
 			res = &attackResult{round: round}
 			if p.Equations > 0 {
 				start := time.Now()
-				rec, err := a.obs.ReconstructIP(k, 0)
+				rec, err := reconstructIP(a.obs, k, 0)
 				if err != nil {
 					a.log.Warn("curious server: reconstruction failed", "client", k, "error", err)
 					continue
@@ -373,6 +397,9 @@ func (s *Server) handleAttack(c echo.Context) error {
 		v.Note = "This federation does not encrypt: the server reads every inner product and solves for the participants' rows."
 	} else {
 		v.Note = "The inner products reach the server only as BGV ciphertexts: the attack runs on what it receives and reads nothing."
+	}
+	if a.failed.Load() {
+		v.Note += " The attack stopped on an internal error (the server's log has it); the numbers below are from before."
 	}
 	for k, name := range names {
 		p := a.obs.Progress(k)

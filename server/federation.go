@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,6 +171,7 @@ func (f *federation) timeout() time.Duration {
 // deadline has passed (everyone back resumes it at once).
 func (f *federation) armResume() {
 	time.AfterFunc(f.timeout(), func() {
+		defer f.recoverFail("resuming after a restart")
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if !f.coord.Waiting() || f.coord.Paused() || f.finished {
@@ -221,6 +223,13 @@ func (f *federation) dispatch(envs []protocol.Envelope) {
 // maxRejected is how many rejected messages a connection may send before
 // it counts as abuse and is closed.
 const maxRejected = 16
+
+// abuseOf is abuse for a caller without f.mu.
+func (f *federation) abuseOf(c *conn, why string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.abuse(c, why)
+}
 
 // abuse closes a connection and takes its participant out of the round.
 // Called with f.mu held.
@@ -282,6 +291,7 @@ func (f *federation) afterChange() {
 
 // expire ends a phase that waited too long.
 func (f *federation) expire(seq int) {
+	defer f.recoverFail("a phase deadline")
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.coord.PhaseSeq() != seq || f.coord.Phase() == "" {
@@ -524,6 +534,11 @@ func (s *saver) offer(cp *protocol.Checkpoint) {
 
 func (s *saver) loop() {
 	defer close(s.done)
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("internal error in the checkpoint writer: no more checkpoints", "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
 	for {
 		select {
 		case <-s.wake:

@@ -56,7 +56,12 @@ func startServerWith(t *testing.T, dir string, edit func(*Options)) *testServer 
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httptest.NewServer(s.Handler())
+	// The server as hyfed serve runs it: its http.Server (timeouts) on its
+	// bounded listener.
+	h := httptest.NewUnstartedServer(nil)
+	h.Config = s.HTTPServer()
+	h.Listener = s.Listener(h.Listener)
+	h.Start()
 	ts := &testServer{Server: s, http: h, dir: dir, admin: map[string]string{}}
 	t.Cleanup(ts.stop)
 	return ts

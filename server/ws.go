@@ -105,6 +105,7 @@ func (c *conn) closeNow() {
 
 func (c *conn) writeLoop() {
 	defer close(c.writerDone)
+	defer c.f.recoverFail("a connection's writer")
 	ping := time.NewTicker(pingEvery)
 	defer ping.Stop()
 	defer c.closeNow()
@@ -184,6 +185,9 @@ func (c *conn) serve(a access) {
 		}
 		c.closeNow()
 	}()
+	// Deferred last, run first: a panic is recovered before leave takes
+	// the federation's lock.
+	defer c.f.recoverFail("a connection's reader")
 	frame, err := c.read()
 	if err != nil {
 		if !errors.Is(err, errClosed) {
@@ -211,9 +215,7 @@ func (c *conn) serve(a access) {
 		frame, err = c.read()
 		if err != nil {
 			if !errors.Is(err, errClosed) && codeOf(err) == protocol.CodeTooLarge {
-				c.f.mu.Lock()
-				c.f.abuse(c, err.Error())
-				c.f.mu.Unlock()
+				c.f.abuseOf(c, err.Error())
 			}
 			return
 		}

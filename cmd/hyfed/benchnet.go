@@ -135,8 +135,6 @@ func vmHWM(pid int) string {
 	return "unknown"
 }
 
-// startServeProcess runs this binary as `hyfed serve` in a child process
-// and returns it with the base URL it printed.
 // startServeProcess runs hyfed serve as a child (with extra flags) and
 // returns it, its base URL and its create token.
 func startServeProcess(ctx context.Context, dir, addr string, stderr io.Writer, extra ...string) (*exec.Cmd, string, string, error) {

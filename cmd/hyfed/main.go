@@ -38,6 +38,7 @@ var commands = []command{
 	{"join", "take part in a federation with one block file", runJoin},
 	{"sim", "run many native participants (one block each) against a federation", runSim},
 	{"bench-net", "time rounds with many participants on loopback websockets (server in a child process)", runBenchNet},
+	{"bench-abuse", "flood a hyfed serve (child process) with creations and unauthenticated hellos; print its memory", runBenchAbuse},
 	{"compare", "HyFDCA against FedAvg, HyFEM and FedHybrid on the paper's grid, tuned; Markdown table and SVG plots", runCompare},
 }
 

@@ -27,7 +27,6 @@ import (
 	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/secret"
 	"github.com/hyfed/hyfed/shared/session"
-	"golang.org/x/net/netutil"
 )
 
 // fedFlags are the federation settings, named as in hyfed experiment.
@@ -107,7 +106,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	createRate := fs.Float64("create-rate", d.CreateRate, "federations one address may create per second (in bursts of 20)")
 	unstartedTTL := fs.Duration("unstarted-ttl", d.UnstartedTTL, "a federation that has not started this long after its creation is removed")
 	retention := fs.Duration("retention", d.Retention, "an ended federation (finished or stopped) is removed this long after it ended, its checkpoints with it")
-	maxConns := fs.Int("max-conns", 20000, "open connections the server accepts at once (participants' sockets, pages, API calls)")
+	maxHello := fs.Int("max-hello", d.HelloLimit, "largest hello (the first frame, before a participant registers), in bytes: about 41 bytes per sample of its block")
+	maxConns := fs.Int("max-conns", d.MaxConns, "open connections the server serves at once (participants' sockets, pages, API calls)")
 	demo := fs.Bool("demo", false, "create a demo federation (MNIST, quadrants:2: 8 blocks) and print its join and dashboard links; its pages offer the demo blocks, its dashboard fills free seats with simulated participants")
 	demoRounds := fs.Int("demo-rounds", 300, "rounds of the demo federation")
 	demoPart := fs.String("demo-partition", "quadrants:2", "partition of the demo's MNIST data (one seat per block)")
@@ -135,8 +135,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	opt := server.Options{DataDir: *dir, Log: log, MaxParticipants: *maxParts, CreateToken: *createToken,
 		OpenCreate: *openCreate, MaxFederations: *maxFeds, MaxPerCreator: *maxPerCreator, CreateRate: *createRate,
-		UnstartedTTL: *unstartedTTL, Retention: *retention, TLS: *cert != "",
-		Limits: protocol.Limits{MaxBytes: *maxFrame, MaxChunks: protocol.DefaultLimits.MaxChunks}}
+		UnstartedTTL: *unstartedTTL, Retention: *retention, TLS: *cert != "", MaxConns: *maxConns,
+		HelloLimit: *maxHello,
+		Limits:     protocol.Limits{MaxBytes: *maxFrame, MaxChunks: protocol.DefaultLimits.MaxChunks}}
 	if *origins != "" {
 		opt.AllowedOrigins = strings.Split(*origins, ",")
 	}
@@ -182,11 +183,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if h, p, err := net.SplitHostPort(ln.Addr().String()); err == nil && (h == "127.0.0.1" || h == "::1") {
 		base = scheme + "://localhost:" + p
 	}
-	// Timeouts against idle and slow connections; websockets and the
-	// event stream set their own deadlines once they run.
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-	ln = netutil.LimitListener(ln, *maxConns)
+	hs := srv.HTTPServer()
+	ln = srv.Listener(ln)
 	errc := make(chan error, 1)
 	go func() {
 		if *cert != "" {

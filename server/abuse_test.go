@@ -1,0 +1,526 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/hyfed/hyfed/shared/curious"
+	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/secret"
+)
+
+// The probes of the hardening issue, each replayed against a real server
+// on loopback: the refusal, and that nothing changed.
+
+// raw sends a request with exactly the given token and content type.
+func (ts *testServer) raw(t *testing.T, method, path, token, contentType, body string) (int, apiError) {
+	t.Helper()
+	req, err := http.NewRequest(method, ts.http.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e apiError
+	b, _ := io.ReadAll(resp.Body)
+	json.Unmarshal(b, &e)
+	var cr CreateResponse
+	if resp.StatusCode == http.StatusCreated && json.Unmarshal(b, &cr) == nil {
+		ts.mu.Lock()
+		ts.admin[cr.ID] = cr.AdminToken
+		ts.mu.Unlock()
+	}
+	return resp.StatusCode, e
+}
+
+func (ts *testServer) count() int {
+	ts.Server.mu.Lock()
+	defer ts.Server.mu.Unlock()
+	return len(ts.Server.feds)
+}
+
+const validCreate = `{"min_participants":2,"rounds":3}`
+
+// Probe 1: anonymous creation, floods, quotas, expiry, deletion.
+func TestProbeCreation(t *testing.T) {
+	ts := startServerWith(t, t.TempDir(), func(o *Options) {
+		o.CreateBurst, o.CreateRate = 8, 0.001 // eight, then (practically) none
+		o.MaxPerCreator, o.MaxFederations = 3, 4
+	})
+	for _, tc := range []struct {
+		name, token, ctype, body string
+		status                   int
+		code                     string
+	}{
+		{"no token", "", "application/json", validCreate, 401, "bad-token"},
+		{"wrong token", "guess", "application/json", validCreate, 401, "bad-token"},
+		{"cross-site form", testCreateToken, "text/plain", validCreate, 415, "bad-content-type"},
+		{"form encoding", testCreateToken, "application/x-www-form-urlencoded", validCreate, 415, "bad-content-type"},
+		{"seeded secret", testCreateToken, "application/json", `{"min_participants":2,"rounds":3,"seed":7}`, 201, ""},
+	} {
+		code, e := ts.raw(t, "POST", "/api/federations", tc.token, tc.ctype, tc.body)
+		if code != tc.status || e.Code != tc.code {
+			t.Errorf("%s: HTTP %d %q, want %d %q", tc.name, code, e.Code, tc.status, tc.code)
+		}
+	}
+	if n := ts.count(); n != 1 {
+		t.Fatalf("%d federations after the refused creations, want the one seeded (this server has --insecure-demo)", n)
+	}
+	// The per-creator quota (3), then the rate limit: every request counts
+	// against the address's burst of 8, refused ones too (5 above).
+	var codes []string
+	for range 6 {
+		code, e := ts.raw(t, "POST", "/api/federations", testCreateToken, "application/json", validCreate)
+		codes = append(codes, fmt.Sprint(code, e.Code))
+	}
+	if want := "[201 201 429quota 429rate-limited 429rate-limited 429rate-limited]"; fmt.Sprint(codes) != want {
+		t.Fatalf("creations %v, want %s", codes, want)
+	}
+	if n := ts.count(); n != 3 {
+		t.Fatalf("%d federations, want 3", n)
+	}
+
+	// Deletion: only with the admin token; the folder goes with it.
+	var id, admin string
+	for fid, tok := range ts.admin {
+		id, admin = fid, tok
+		break
+	}
+	if code, _ := ts.raw(t, "DELETE", "/api/federations/"+id, "", "", ""); code != 401 {
+		t.Fatalf("delete without a token: HTTP %d", code)
+	}
+	f := ts.Server.federation(id)
+	if code, _ := ts.raw(t, "DELETE", "/api/federations/"+id, f.meta.InviteHash, "", ""); code != 401 {
+		t.Fatalf("delete with a made-up token: HTTP %d", code)
+	}
+	if code, _ := ts.raw(t, "DELETE", "/api/federations/"+id, admin, "", ""); code != 204 {
+		t.Fatalf("delete: HTTP %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(ts.dir, "federations", id)); !os.IsNotExist(err) {
+		t.Fatalf("the deleted federation's folder: %v", err)
+	}
+	if code, _ := ts.raw(t, "GET", "/api/federations/"+id, admin, "", ""); code != 404 {
+		t.Fatalf("status after delete: HTTP %d", code)
+	}
+
+	// Expiry: the janitor removes federations that never started.
+	if n := ts.count(); n != 2 {
+		t.Fatalf("%d federations before the sweep", n)
+	}
+	ts.Server.sweep(time.Now().Add(Defaults.UnstartedTTL - time.Minute))
+	if n := ts.count(); n != 2 {
+		t.Fatalf("the sweep before the time to live removed federations: %d left", n)
+	}
+	ts.Server.sweep(time.Now().Add(Defaults.UnstartedTTL + time.Minute))
+	if n := ts.count(); n != 0 {
+		t.Fatalf("%d federations left after their time to live", n)
+	}
+	entries, _ := os.ReadDir(filepath.Join(ts.dir, "federations"))
+	if len(entries) != 0 {
+		t.Fatalf("%d folders left after the sweep", len(entries))
+	}
+}
+
+// An ended federation is kept for the retention period, then removed,
+// also when it was never loaded since a restart.
+func TestRetention(t *testing.T) {
+	dir := t.TempDir()
+	p := smallData(t)
+	ts := startServer(t, dir)
+	sec := secret.FromSeed(3)
+	l, fed := ts.create(t, CreateRequest{Rounds: 2, IIC: 0.2, MinParticipants: len(p.Blocks), NumFeatures: p.Data.M()}, sec, "bgv")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := runAll(ctx, l, blockPtrs(p.Blocks)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "finished", 10*time.Second, func() bool { return ts.status(t, fed.ID).State == "finished" })
+	ts.stop()
+	again := startServer(t, dir)
+	if f := again.Server.feds[fed.ID]; f == nil || f.loaded.Load() {
+		t.Fatal("after a restart the federation is missing, or loaded before anyone asked for it")
+	}
+	again.Server.sweep(time.Now().Add(Defaults.Retention / 2))
+	if again.count() != 1 {
+		t.Fatal("removed before the retention period ended")
+	}
+	again.Server.sweep(time.Now().Add(Defaults.Retention + time.Hour))
+	if again.count() != 0 {
+		t.Fatal("kept after the retention period")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "federations", fed.ID)); !os.IsNotExist(err) {
+		t.Fatalf("folder after retention: %v", err)
+	}
+}
+
+// Probe 1 (restart): a data directory with many federations answers at
+// once and loads a federation only when it is used.
+func TestRestartLoadsLazily(t *testing.T) {
+	dir := t.TempDir()
+	ts := startServerWith(t, dir, func(o *Options) { o.CreateBurst = 100 })
+	sec := secret.FromSeed(1)
+	ids := make([]string, 50)
+	for i := range ids {
+		ids[i] = ts.mustCreateBGV(t, sec)
+	}
+	ts.stop()
+	again := startServer(t, dir)
+	for _, id := range ids {
+		if again.Server.feds[id].loaded.Load() {
+			t.Fatalf("federation %s loaded at start", id)
+		}
+	}
+	again.admin = ts.admin
+	if st := again.status(t, ids[7]); st.State != "waiting" {
+		t.Fatalf("state %s", st.State)
+	}
+	loaded := 0
+	for _, id := range ids {
+		if again.Server.feds[id].loaded.Load() {
+			loaded++
+		}
+	}
+	if loaded != 1 {
+		t.Fatalf("%d federations loaded after one status request, want 1", loaded)
+	}
+}
+
+// Probe 2: no work before authentication. A socket without a valid token
+// gets its typed error without sending anything; a socket with the
+// invite may send at most a hello's size before it registers.
+func TestProbePreAuthHello(t *testing.T) {
+	ts := startServerWith(t, t.TempDir(), func(o *Options) { o.HelloLimit = 64 << 10 })
+	sec := secret.FromSeed(2)
+	l, fed := ts.create(t, CreateRequest{Rounds: 3, MinParticipants: 2}, sec, "bgv")
+	for _, protos := range [][]string{nil, {protocol.SocketProtocol}, {protocol.SocketProtocol, protocol.SocketInvitePrefix + "wrong"}} {
+		ws := rawDial(t, l.SocketURL(), protos, nil)
+		// Nothing sent: the refusal comes first.
+		expectError(t, ws, protocol.CodeBadInvite)
+	}
+	ws := rawDial(t, l.SocketURL(), l.SocketProtocols(""), nil)
+	big := make([]byte, 1<<20)
+	ws.WriteMessage(websocket.BinaryMessage, big)
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, _, err := ws.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+		t.Fatalf("a 1 MiB hello with a 64 KiB limit: %v, want close 1009", err)
+	}
+	// Sockets waiting to register are bounded per federation.
+	ts.Server.opt.MaxPending = 2
+	held := []*websocket.Conn{rawDial(t, l.SocketURL(), l.SocketProtocols(""), nil), rawDial(t, l.SocketURL(), l.SocketProtocols(""), nil)}
+	third := rawDial(t, l.SocketURL(), l.SocketProtocols(""), nil)
+	expectError(t, third, protocol.CodeBusy)
+	for _, h := range held {
+		h.Close()
+	}
+	if st := ts.status(t, fed.ID); len(st.Participants) != 0 {
+		t.Fatalf("%d participants registered by the probes", len(st.Participants))
+	}
+}
+
+// Probe 3: nothing a participant sent is readable without its session
+// token or the admin token; nothing at all without a token.
+func TestProbeViewsNeedTokens(t *testing.T) {
+	p := attackData(t)
+	ts := curiousServer(t)
+	const rounds = 6
+	l, fed := ts.create(t, attackRequest(rounds), secret.FromSeed(5), "plaintext")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := runAll(ctx, l, blockPtrs(p.Blocks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitAttack(t, ts, fed.ID, rounds)
+	base := "/api/federations/" + fed.ID
+	routes := []string{"", "/events", "/model", "/server-view", "/attack", "/attack/rows", "/demo-blocks", "/demo-blocks/0"}
+	// Without a token, or with a made-up one: 401 everywhere.
+	for _, tok := range []string{"", "made-up", fed.ID} {
+		for _, r := range routes {
+			if code, e := ts.raw(t, "GET", base+r, tok, "", ""); code != 401 || e.Code != "bad-token" {
+				t.Errorf("GET %s with token %q: HTTP %d %q, want 401", r, tok, code, e.Code)
+			}
+		}
+	}
+	// The list is the operator's.
+	var list []Summary
+	ts.call(t, "GET", "/api/federations", "none", nil, &list)
+	if len(list) != 0 {
+		t.Fatalf("the list without the create token shows %d federations", len(list))
+	}
+	ts.call(t, "GET", "/api/federations", "", nil, &list)
+	if len(list) != 1 {
+		t.Fatalf("the operator's list shows %d federations", len(list))
+	}
+	// Participant 0's token reads its own values and not participant 1's.
+	var v ServerView
+	if code := ts.call(t, "GET", base+"/server-view", res[0].Session, nil, &v); code != 200 {
+		t.Fatalf("server view with a session: HTTP %d", code)
+	}
+	for k, pv := range v.Participants {
+		own := k == 0
+		if (pv.HatW != nil) != own || (pv.Dual != nil && (len(pv.Dual.Readable) > 0) != own) {
+			t.Errorf("participant 0's token: participant %d's primal contribution shown %v, dual values shown %v", k, pv.HatW != nil, pv.Dual != nil && len(pv.Dual.Readable) > 0)
+		}
+	}
+	if v.Dual != nil && len(v.Dual.Readable) > 0 {
+		t.Error("a participant's token reads every sample's dual values")
+	}
+	for _, tok := range []string{fed.ViewerToken, fed.InviteToken} {
+		var vv ServerView
+		ts.call(t, "GET", base+"/server-view", tok, nil, &vv)
+		for k, pv := range vv.Participants {
+			if pv.HatW != nil || pv.Change != nil || (pv.Dual != nil && len(pv.Dual.Readable) > 0) {
+				t.Errorf("a viewer or invite token reads participant %d's values", k)
+			}
+		}
+	}
+	var va ServerView
+	ts.call(t, "GET", base+"/server-view", fed.AdminToken, nil, &va)
+	for k, pv := range va.Participants {
+		if pv.HatW == nil {
+			t.Errorf("the admin does not see participant %d's primal contribution", k)
+		}
+	}
+	var rows AttackRows
+	if code := ts.call(t, "GET", base+"/attack/rows", res[1].Session, nil, &rows); code != 200 || rows.Client != 1 {
+		t.Fatalf("participant 1's own rows: HTTP %d client %d", code, rows.Client)
+	}
+	if code := ts.call(t, "GET", base+"/attack/rows?participant=0", res[1].Session, nil, &rows); code != 200 || rows.Client != 1 {
+		t.Fatalf("participant 1 asking for participant 0's rows got client %d (HTTP %d), want its own", rows.Client, code)
+	}
+	// Actions: the admin's alone.
+	for _, tok := range []string{"", fed.ViewerToken, fed.InviteToken, res[0].Session} {
+		for _, a := range []string{"pause", "stop", "fill"} {
+			if code, _ := ts.raw(t, "POST", base+"/"+a, tok, "", ""); code != 401 {
+				t.Errorf("POST %s with a non-admin token: HTTP %d", a, code)
+			}
+		}
+		if code, _ := ts.raw(t, "DELETE", base, tok, "", ""); code != 401 {
+			t.Errorf("DELETE with a non-admin token: HTTP %d", code)
+		}
+	}
+}
+
+// Probe 4: idle connections are closed, and open connections are capped.
+func TestProbeIdleAndConnectionCap(t *testing.T) {
+	ts := startServerWith(t, t.TempDir(), func(o *Options) { o.IdleTimeout, o.MaxConns = 300*time.Millisecond, 3 })
+	addr := ts.http.Listener.Addr().String()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("an idle keep-alive connection: %v, want closed by the server", err)
+	}
+	// Three silent connections take every place; a fourth is not served
+	// until one goes.
+	var held []net.Conn
+	for range 3 {
+		h, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, h)
+	}
+	time.Sleep(100 * time.Millisecond)
+	client := &http.Client{Timeout: 300 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
+	if _, err := client.Get(ts.http.URL + "/healthz"); err == nil {
+		t.Fatal("a fourth connection was served past the cap of 3")
+	}
+	for _, h := range held {
+		h.Close()
+	}
+	client.Timeout = 5 * time.Second
+	if r, err := client.Get(ts.http.URL + "/healthz"); err != nil || r.StatusCode != 200 {
+		t.Fatalf("after the held connections closed: %v", err)
+	}
+}
+
+// Probe 5: registrations append one line each; meta.json is not
+// rewritten, and a restart knows every session.
+func TestProbeRegistrationsAppend(t *testing.T) {
+	dir := t.TempDir()
+	p := smallData(t)
+	ts := startServer(t, dir)
+	sec := secret.FromSeed(3)
+	l, fed := ts.create(t, CreateRequest{Rounds: 2, IIC: 0.2, MinParticipants: len(p.Blocks), NumFeatures: p.Data.M()}, sec, "bgv")
+	metaPath := filepath.Join(dir, "federations", fed.ID, "meta.json")
+	before, err := os.ReadFile(metaPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := runAll(ctx, l, blockPtrs(p.Blocks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.stop()
+	after, _ := os.ReadFile(metaPath)
+	var m0, m1 meta
+	json.Unmarshal(before, &m0)
+	json.Unmarshal(after, &m1)
+	if len(m1.Sessions) != 0 || m0.Created != m1.Created {
+		t.Fatalf("meta.json holds %d sessions", len(m1.Sessions))
+	}
+	lines, err := readSessions(filepath.Join(dir, "federations", fed.ID))
+	if err != nil || len(lines) != len(p.Blocks) {
+		t.Fatalf("sessions.jsonl: %d records (%v), want %d", len(lines), err, len(p.Blocks))
+	}
+	// A torn last line (a crash mid-append) is dropped, not fatal.
+	fh, _ := os.OpenFile(filepath.Join(dir, "federations", fed.ID, sessionsFile), os.O_APPEND|os.O_WRONLY, 0)
+	fh.WriteString(`{"hash":"abc","cli`)
+	fh.Close()
+	again := startServer(t, dir)
+	f := again.Server.federation(fed.ID)
+	if f == nil || f.broken != "" {
+		t.Fatalf("restart over a torn registrations log: %v", f)
+	}
+	for k, r := range res {
+		if a := f.authorize(r.Session); a.role != roleSession || a.client != k {
+			t.Fatalf("participant %d's session after the restart: %+v", k, a)
+		}
+	}
+}
+
+// Probe 6: a seeded federation's secret is recomputable: refused unless
+// the server runs an insecure demonstration; the seed is never shown.
+func TestProbeSeeds(t *testing.T) {
+	ts := startServerWith(t, t.TempDir(), func(o *Options) { o.InsecureDemo = false })
+	code, e := ts.raw(t, "POST", "/api/federations", testCreateToken, "application/json", `{"min_participants":2,"rounds":3,"seed":42}`)
+	if code != 400 || !strings.Contains(e.Error, "seed") {
+		t.Fatalf("seeded create: HTTP %d %q", code, e.Error)
+	}
+	demo := startServer(t, t.TempDir()) // --insecure-demo
+	var resp CreateResponse
+	if c := demo.call(t, "POST", "/api/federations", "", CreateRequest{MinParticipants: 2, Rounds: 3, Seed: 42}, &resp); c != 201 {
+		t.Fatalf("seeded create under --insecure-demo: HTTP %d", c)
+	}
+	req, _ := http.NewRequest("GET", demo.http.URL+"/api/federations/"+resp.ID, nil)
+	req.Header.Set("Authorization", "Bearer "+resp.AdminToken)
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if strings.Contains(string(b), `"seed"`) || strings.Contains(string(b), "42") {
+		t.Fatalf("the status shows the seed: %s", b)
+	}
+}
+
+// Probe 8: the headers browsers enforce, on pages and the API; HSTS
+// under TLS.
+func TestProbeSecurityHeaders(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	check := func(c *http.Client, url string, hsts bool) {
+		t.Helper()
+		r, err := c.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		h := r.Header
+		if h.Get("Content-Security-Policy") != contentSecurityPolicy || h.Get("X-Frame-Options") != "DENY" ||
+			h.Get("Referrer-Policy") != "no-referrer" || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: headers %v", url, h)
+		}
+		if csp := h.Get("Content-Security-Policy"); strings.Contains(csp, "unsafe-eval'") && !strings.Contains(csp, "wasm-unsafe-eval") || strings.Contains(csp, "script-src 'self' 'unsafe-inline'") {
+			t.Errorf("the policy allows inline or eval'd scripts: %s", csp)
+		}
+		if (h.Get("Strict-Transport-Security") != "") != hsts {
+			t.Errorf("%s: HSTS %q, want present %v", url, h.Get("Strict-Transport-Security"), hsts)
+		}
+	}
+	for _, path := range []string{"/", "/new", "/join/x", "/api/federations", "/healthz", "/static/app.css"} {
+		check(http.DefaultClient, ts.http.URL+path, false)
+	}
+	s, err := New(Options{DataDir: t.TempDir(), CreateToken: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tlsSrv := httptest.NewTLSServer(s.Handler())
+	defer tlsSrv.Close()
+	c := tlsSrv.Client()
+	c.Transport.(*http.Transport).TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+	check(c, tlsSrv.URL+"/", true)
+}
+
+// Probe 9: a panic in the curious-server worker (it runs on what
+// participants sent) stops the demonstration for that federation; the
+// server and the federation go on.
+func TestProbeAttackPanic(t *testing.T) {
+	orig := reconstructIP
+	reconstructIP = func(*curious.Observer, int, int) (*curious.Reconstruction, error) { panic("crafted input") }
+	t.Cleanup(func() { reconstructIP = orig })
+	p := attackData(t)
+	ts := curiousServer(t)
+	const rounds = 8
+	l, fed := ts.create(t, attackRequest(rounds), secret.FromSeed(5), "plaintext")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := runAll(ctx, l, blockPtrs(p.Blocks)); err != nil {
+		t.Fatal(err)
+	}
+	if st := ts.status(t, fed.ID); st.State != "finished" || st.Round != rounds {
+		t.Fatalf("after the attack worker panicked: state %s round %d", st.State, st.Round)
+	}
+	waitFor(t, "the attack to stop", 20*time.Second, func() bool { return ts.Server.federation(fed.ID).attack.failed.Load() })
+	var v AttackView
+	ts.call(t, "GET", "/api/federations/"+fed.ID+"/attack", "", nil, &v)
+	if !strings.Contains(v.Note, "stopped on an internal error") {
+		t.Fatalf("attack view note %q", v.Note)
+	}
+}
+
+// A panic while the federation works (a deadline's callback, a
+// connection) fails that federation alone: it turns broken and refuses
+// participants, and the others go on.
+func TestPanicFailsOnlyItsFederation(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	sec := secret.FromSeed(1)
+	a, b := ts.mustCreateBGV(t, sec), ts.mustCreateBGV(t, sec)
+	fa := ts.Server.federation(a)
+	func() {
+		defer fa.recoverFail("a test")
+		panic("boom")
+	}()
+	if st := ts.status(t, a); st.State != "broken" || !strings.Contains(st.Error, "boom") {
+		t.Fatalf("after a panic: state %s %q", st.State, st.Error)
+	}
+	if st := ts.status(t, b); st.State != "waiting" {
+		t.Fatalf("the other federation: %s", st.State)
+	}
+}
