@@ -38,7 +38,7 @@ import (
 // Time limits. Each is a ceiling that turns a hang into a failure, not a
 // pace: a passing test ends long before any of them.
 const (
-	browserLife  = 3 * time.Minute  // chromium is killed after this, whatever it is doing
+	browserLife  = 5 * time.Minute  // chromium is killed after this, whatever it is doing (TestCuriousServerLive: 127 to 172 s on 2 loaded cores)
 	callTimeout  = 15 * time.Second // one DevTools call (navigate, evaluate, screenshot)
 	pollTimeout  = 5 * time.Second  // one evaluation of waitJS's condition
 	dumpTimeout  = 3 * time.Second  // each call that describes a failed page (it may be hung)
