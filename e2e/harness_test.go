@@ -700,6 +700,20 @@ func evalJS[T any](tb *tab, expr string) T {
 	return v
 }
 
+// evalAsync evaluates a JavaScript expression whose value is a promise and
+// decodes what it resolves to as T; an error, or no value within
+// callTimeout, fails the test (what names it).
+func evalAsync[T any](tb *tab, what, expr string) T {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, callTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		tb.fatalf("%s: %s: %v", tb.name, what, err)
+	}
+	return v
+}
+
 // exists reports whether an element matches the CSS selector.
 func (tb *tab) exists(sel string) bool {
 	tb.t.Helper()
