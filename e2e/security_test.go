@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/hyfed/hyfed/server"
@@ -23,8 +25,8 @@ const page401 = `status of 401`
 // TestPagesUnderCSP: every page comes with the contract's security headers,
 // and each loads in Chromium, does its work (the join page's WebAssembly
 // participant starts in its worker) and logs no console error and no CSP
-// violation. An inline script added to a page is refused, and the harness
-// reports it: the check can fail.
+// violation. An inline script added to a page, and a data: script loaded in
+// the participant's worker, are refused and reported: the checks can fail.
 func TestPagesUnderCSP(t *testing.T) {
 	ts := startServer(t)
 	name := "e2e: CSP"
@@ -69,6 +71,9 @@ func TestPagesUnderCSP(t *testing.T) {
 		if problems := tb.takeProblems(); len(problems) > 0 {
 			tb.fatalf("%s: console errors or CSP violations:\n  %s", p.name, strings.Join(problems, "\n  "))
 		}
+		if p.name == "join" {
+			workerViolationIsCaught(t, b, tb)
+		}
 	}
 
 	// The control: an inline script is refused and reported.
@@ -84,6 +89,52 @@ func TestPagesUnderCSP(t *testing.T) {
 		tb.fatalf("an inline script ran: the page has no CSP")
 	}
 	t.Logf("the inline script was refused: %s", seen[0])
+}
+
+// workerViolationIsCaught: the participant's worker runs under the CSP of
+// its own script's response, and what it logs reaches its page's console:
+// a script from a data: URL, loaded in the worker, is refused there and
+// reported in the page's tab.
+func workerViolationIsCaught(t *testing.T, b *browser, page *tab) {
+	t.Helper()
+	infos, err := chromedp.Targets(page.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id target.ID
+	for _, i := range infos {
+		if i.Type == "worker" && strings.HasSuffix(i.URL, "/static/worker.js") {
+			id = i.TargetID
+		}
+	}
+	if id == "" {
+		page.fatalf("no worker target for /static/worker.js")
+	}
+	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithTargetID(id))
+	defer cancel()
+	call, stop := context.WithTimeout(ctx, callTimeout)
+	defer stop()
+	got, err := chromedp.Run(call, chromedp.Evaluate[string](`(() => { try { importScripts('data:text/javascript,self.__e2eRan = 1'); return 'ran'; } catch (e) { return String(e); } })()`))
+	if err != nil || got == "ran" {
+		page.fatalf("the worker ran a data: script (%q, %v): it has no CSP", got, err)
+	}
+	var seen []string
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && !containsAny(seen, "[worker]"); time.Sleep(waitInterval) {
+		seen = append(seen, page.takeProblems()...)
+	}
+	if !containsAny(seen, "[worker]") {
+		page.fatalf("the worker's CSP violation did not reach its page's console (seen: %q)", seen)
+	}
+	t.Logf("the worker refused a data: script: %.160s", seen[0])
+}
+
+func containsAny(lines []string, s string) bool {
+	for _, l := range lines {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasCSPViolation(lines []string) bool {
