@@ -279,6 +279,16 @@ function scheduleModel() {
   if (modelTimer) return;
   modelTimer = setTimeout(loadModel, Math.max(0, 1500 - (performance.now() - lastModel)));
 }
+// modelWhich says which iterate the federation hands out: the round with the
+// lowest primal so far (the last round's can be worse while the primal
+// swings), or the current one before any round had a primal.
+function modelWhich(m) {
+  if (!m.best) return 'round ' + m.model_round + ' (current)';
+  let t = 'the best model so far: round ' + m.model_round;
+  if (m.heldout_accuracy != null) t += ', held-out accuracy ' + H.num(100 * m.heldout_accuracy, 3) + '%';
+  if (m.model_round !== m.round) t += '; the last round, ' + m.round + ', was worse';
+  return t;
+}
 async function loadModel() {
   modelTimer = null; modelBusy = true; lastModel = performance.now();
   try {
@@ -292,13 +302,13 @@ async function loadModel() {
       if (m.w) {
         const idx = m.w.map((v, i) => i).filter((i) => m.w[i] != null);
         idx.sort((a, b) => Math.abs(m.w[b]) - Math.abs(m.w[a]));
-        t += ' Largest weights (round ' + m.round + '): ' + idx.slice(0, 8).map((i) => 'feature ' + i + ': ' + H.num(m.w[i], 4)).join(', ') + '.';
+        t += ' Largest weights (' + modelWhich(m) + '): ' + idx.slice(0, 8).map((i) => 'feature ' + i + ': ' + H.num(m.w[i], 4)).join(', ') + '.';
       }
       $('weights-none').textContent = t;
     }
     if (image && m.w) {
       const scale = H.drawWeights($('weights'), m.w);
-      let info = 'round ' + m.round + ', colour scale ±' + H.num(scale, 3);
+      let info = modelWhich(m) + ', colour scale ±' + H.num(scale, 3);
       if (m.w.length === 785) info += ', bias weight ' + H.num(m.w[784], 3);
       $('weights-info').textContent = info;
     }
