@@ -177,7 +177,7 @@ function render(v) {
     if (p.round_aggregates) it.appendChild(sealedLine(p.round_aggregates, 'per round: direction and inner products'));
     if (p.hat_w) it.appendChild(plainBlock(p.hat_w, v.num_features, 'its primal contribution ŵ'));
     if (p.change) {
-      // papers/000's open leak: with a small H this is a few of its rows
+      // the HyFDCA paper's open leak: with a small H this is a few of its rows
       const c = plainBlock(p.change, v.num_features, 'the last change of ŵ it sent, dw');
       c.classList.add('change');
       c.appendChild(H.el('p', p.change.what, {class: 'muted'}));
