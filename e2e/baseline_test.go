@@ -56,7 +56,7 @@ func TestBaselineInTheBrowser(t *testing.T) {
 		t.Fatalf("status: algo %s, %d rounds of metrics", st.Config.Algo, len(st.History))
 	}
 	var model server.ModelView
-	if code := callAPI(t, "GET", ts.URL+"/api/federations/"+fed.ID+"/model", fed.AdminToken, nil, &model); code != 200 {
+	if code := callAPI(t, "GET", ts.URL+"/api/federations/"+fed.ID+"/model?iterate=last", fed.AdminToken, nil, &model); code != 200 {
 		t.Fatalf("model: HTTP %d", code)
 	}
 	for j := range want {
@@ -117,7 +117,7 @@ func TestFedHybridInTheBrowser(t *testing.T) {
 	}
 	waitStatus(t, ts.URL, fed.ID, "the federation to finish", 10*time.Second, func(s server.Status) bool { return s.State == "finished" })
 	var model server.ModelView
-	if code := callAPI(t, "GET", ts.URL+"/api/federations/"+fed.ID+"/model", fed.AdminToken, nil, &model); code != 200 {
+	if code := callAPI(t, "GET", ts.URL+"/api/federations/"+fed.ID+"/model?iterate=last", fed.AdminToken, nil, &model); code != 200 {
 		t.Fatalf("model: HTTP %d", code)
 	}
 	// Not bit for bit: on amd64 gonum's assembly kernels sum the Newton

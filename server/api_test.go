@@ -147,6 +147,13 @@ func TestAPI(t *testing.T) {
 		t.Fatalf("model %+v, /model round %d best %v primal %v (%d weights); the lowest primal is round %d's %v",
 			st.Model, mv.ModelRound, mv.Best, mv.Primal, len(mv.W), st.History[best].Round, st.History[best].Primal)
 	}
+	var lastMV ModelView
+	if code := ts.call(t, "GET", "/api/federations/"+fed.ID+"/model?iterate=last", fed.ViewerToken, nil, &lastMV); code != 200 || lastMV.ModelRound != 40 || lastMV.Best || len(lastMV.W) != p.Data.M() {
+		t.Fatalf("the last iterate: HTTP %d, round %d, best %v", code, lastMV.ModelRound, lastMV.Best)
+	}
+	if code := ts.call(t, "GET", "/api/federations/"+fed.ID+"/model?iterate=first", fed.ViewerToken, nil, &apiError{}); code != 400 {
+		t.Fatalf("iterate=first: HTTP %d, want 400", code)
+	}
 	rounds, states := 0, map[string]bool{}
 	timeout := time.After(10 * time.Second)
 	for rounds < 41 {

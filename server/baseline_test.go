@@ -73,7 +73,7 @@ func TestBaselinesOverWebsockets(t *testing.T) {
 				t.Fatalf("status: state %s, algo %s, %d rounds of metrics", st.State, st.Config.Algo, len(st.History))
 			}
 			var model ModelView
-			if err := json.Unmarshal(ts.get(t, "/api/federations/"+fed.ID+"/model"), &model); err != nil {
+			if err := json.Unmarshal(ts.get(t, "/api/federations/"+fed.ID+"/model?iterate=last"), &model); err != nil {
 				t.Fatal(err)
 			}
 			for j := range want {

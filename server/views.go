@@ -2,9 +2,11 @@ package server
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"sort"
 
+	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/seal"
 	"github.com/labstack/echo/v4"
 )
@@ -149,7 +151,15 @@ func (s *Server) handleModel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, f.model())
+	var last bool
+	switch it := c.QueryParam("iterate"); it {
+	case "", "best":
+	case "last":
+		last = true
+	default:
+		return httpError(http.StatusBadRequest, "bad-field", "iterate %q: best (the default: the model handed out) or last", it)
+	}
+	return c.JSON(http.StatusOK, f.model(last))
 }
 
 func (s *Server) handleServerView(c echo.Context) error {
@@ -165,7 +175,9 @@ func (s *Server) handleServerView(c echo.Context) error {
 	return c.JSON(http.StatusOK, v)
 }
 
-func (f *federation) model() ModelView {
+// model is the best iterate, or with last the current one (the tests that
+// compare runs bit for bit compare the last iterates).
+func (f *federation) model(last bool) ModelView {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v := ModelView{Round: f.coord.Round(), NumFeatures: f.coord.Config().NumFeatures}
@@ -173,6 +185,9 @@ func (f *federation) model() ModelView {
 		return v
 	}
 	m := f.coord.Model()
+	if last {
+		m = protocol.Iterate{Round: f.coord.Round(), W: f.coord.W(), Primal: math.NaN(), HeldAcc: math.NaN()}
+	}
 	if m.W == nil {
 		return v
 	}
