@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 )
 
@@ -66,6 +67,18 @@ func Num(v float64) *float64 {
 		return nil
 	}
 	return &v
+}
+
+// ParseInfo reads a sidecar.
+func ParseInfo(b []byte) (*Info, error) {
+	var info Info
+	if err := json.Unmarshal(b, &info); err != nil {
+		return nil, err
+	}
+	if info.Format != Format {
+		return nil, fmt.Errorf("format %q, want %q", info.Format, Format)
+	}
+	return &info, nil
 }
 
 // Marshal returns the sidecar's JSON, indented for people, with Format

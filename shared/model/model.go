@@ -24,7 +24,6 @@ package model
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -347,12 +346,12 @@ func ReadFiles(path string) (*Model, *Info, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("model: %w", err)
 	}
-	var info Info
-	if err := json.Unmarshal(b, &info); err != nil {
+	info, err := ParseInfo(b)
+	if err != nil {
 		return nil, nil, fmt.Errorf("model %s: %w", SidecarPath(path), err)
 	}
 	if info.NumFeatures != 0 && info.NumFeatures != m.NumFeatures {
 		return nil, nil, fmt.Errorf("model %s: num_features %d, but %s has nr_feature %d", SidecarPath(path), info.NumFeatures, path, m.NumFeatures)
 	}
-	return m, &info, nil
+	return m, info, nil
 }
