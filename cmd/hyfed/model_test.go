@@ -228,3 +228,69 @@ func TestSimModel(t *testing.T) {
 		t.Fatalf("predict held-out %v, the federation's %v", p["heldout_accuracy"], s["best_accuracy"])
 	}
 }
+
+// TestJoinModel: two hyfed join participants, each with --model, write
+// the same model file, the federation's best iterate, with its sidecar.
+func TestJoinModel(t *testing.T) {
+	ctx := context.Background()
+	_, base, token := startServe(t, t.TempDir(), "127.0.0.1:0", "--insecure-demo")
+	var out, errb bytes.Buffer
+	if code := run(ctx, []string{"create", "--server", base, "--create-token", token, "--seed", "4", "--min-participants", "2",
+		"--rounds", "6", "--lambda", "1e-2", "--plaintext"}, &out, &errb); code != 0 {
+		t.Fatalf("create: %s", errb.String())
+	}
+	var link string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if v, ok := strings.CutPrefix(l, "join: "); ok {
+			link = v
+		}
+	}
+	dir := t.TempDir()
+	blocks := filepath.Join(dir, "blocks")
+	if _, errOut, code := runCLI(t, "partition", "--data", "synthetic:200,6", "--partition", "vertical:2", "--out", blocks); code != 0 {
+		t.Fatal(errOut)
+	}
+	files, _ := filepath.Glob(filepath.Join(blocks, "*"))
+	if len(files) != 2 {
+		t.Fatalf("blocks %v", files)
+	}
+	errs := make(chan error, 2)
+	for i, f := range files {
+		go func() {
+			var o, e bytes.Buffer
+			if code := run(ctx, []string{"join", link, "--data", f, "--quiet", "--model", filepath.Join(dir, fmt.Sprintf("%d.model", i))}, &o, &e); code != 0 {
+				errs <- fmt.Errorf("join %s: %s", f, e.String())
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range files {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _ := os.ReadFile(filepath.Join(dir, "0.model"))
+	b, _ := os.ReadFile(filepath.Join(dir, "1.model"))
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Fatalf("the participants wrote different models:\n%s\n%s", a, b)
+	}
+	m, info, err := model.ReadFiles(filepath.Join(dir, "0.model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.NumFeatures != 6 || info.Source != "federation" || !info.Best || info.Rounds != 6 || info.ModelRound < 1 || info.Metrics.Primal == nil {
+		t.Fatalf("model %+v sidecar %+v", m, info)
+	}
+}
+
+// TestPredictHelp: the help says what a participant predicts alone and
+// what needs the other holders of a sample.
+func TestPredictHelp(t *testing.T) {
+	_, errOut, code := runCLI(t, "predict", "-h")
+	for _, w := range []string{"partial score", "sum of the shares", "sealed inner products", "-scores", "785:10"} {
+		if code != 0 || !strings.Contains(errOut, w) {
+			t.Fatalf("exit %d, help lacks %q:\n%s", code, w, errOut)
+		}
+	}
+}
