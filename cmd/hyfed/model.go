@@ -15,6 +15,7 @@ import (
 	"github.com/hyfed/hyfed/shared/dataset"
 	"github.com/hyfed/hyfed/shared/experiment"
 	"github.com/hyfed/hyfed/shared/model"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/session"
 )
 
@@ -51,7 +52,7 @@ func writeModel(path, lossName string, w []float64, info *model.Info, stderr io.
 // experimentInfo is the sidecar of hyfed experiment's model.
 func experimentInfo(s *experiment.Summary, o experiment.Options, d *dataset.Dataset) *model.Info {
 	it := s.Model
-	info := &model.Info{Source: "experiment", Algorithm: "hyfdca", Data: s.Data, Positive: o.Positive, Partition: s.Partition,
+	info := &model.Info{Source: "experiment", Algorithm: protocol.AlgoHyFDCA, Data: s.Data, Positive: o.Positive, Partition: s.Partition,
 		Clients: s.Clients, Scheme: s.Scheme, Step: s.Step, Loss: s.Loss, Lambda: s.Lambda, Fraction: s.Fraction,
 		Inner: s.Inner, Seed: o.Seed, Rounds: s.Rounds, ModelRound: it.Round, Best: it.Best,
 		Metrics: model.Metrics{Primal: model.Num(it.Primal), HeldoutAccuracy: model.Num(it.HeldAcc),
