@@ -137,12 +137,13 @@ feature included (785:10 for the built-in images; FILE.json names it).
 Who can predict. w covers every feature, and every participant receives it.
 A party that holds all features of a new sample predicts alone. In hybrid
 and vertical data a party often holds only some features of a sample:
-w restricted to its features gives only a partial score, its share of x.w.
+w restricted to its features gives only a partial score, its share of x.w
+(--partial prints it for each sample of such a file, e.g. a block file).
 The full score is the sum of the shares of the sample's holders, which the
 federation's sealed inner products compute (each holder seals its share,
 the server adds them, the holders open the sum) without any holder showing
-its features; hyfed predict does not do that: it needs all of a sample's
-features in one file.
+its features; hyfed predict does not do that: adding the --partial outputs
+by hand shows each holder's share to whoever adds them.
 
 flags:
 `
@@ -153,6 +154,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	df.register(fs, "")
 	path := fs.String("model", "", "the model: LIBLINEAR's model file (hyfed's --model, a server's download, or liblinear-train's two-class models); FILE.json is read too if present")
 	scores := fs.Bool("scores", false, "print id, label, prediction, score and held-out flag of every sample before the summary")
+	partial := fs.Bool("partial", false, "the data holds only some features of each sample (a participant's block in vertical or hybrid data): print each sample's partial score, its share of x.w over the features it holds, instead of predictions (the full score is the sum over the sample's holders)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), predictHelp)
 		fs.PrintDefaults()
@@ -170,6 +172,9 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	d, err := df.load()
 	if err != nil {
 		return err
+	}
+	if *partial {
+		return printPartial(stdout, m, *path, d)
 	}
 	preds, r, err := model.Predict(m, info, *path, d)
 	if err != nil {
@@ -197,6 +202,23 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		out.ModelHeldout = info.Metrics.HeldoutAccuracy
 	}
 	return printJSON(stdout, out)
+}
+
+// printPartial prints each sample's partial score and a summary line.
+func printPartial(stdout io.Writer, m *model.Model, path string, d *dataset.Dataset) error {
+	z, err := model.PartialScores(m, path, d)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(stdout)
+	fmt.Fprintln(bw, "# id\tpartial_score")
+	for i, v := range z {
+		fmt.Fprintf(bw, "%s\t%s\n", d.IDs[i], strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return printJSON(stdout, map[string]any{"model": path, "data": d.Name, "samples": d.N(), "partial": true})
 }
 
 func sign(v float64) string {

@@ -294,3 +294,56 @@ func TestPredictHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictPartial: in vertical data each participant's --partial
+// scores are its shares of x.w; a sample's shares add up to the full
+// score hyfed predict gives it on the whole data.
+func TestPredictPartial(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.model")
+	const data = "synthetic:120,7"
+	runJSON(t, "central", "--data", data, "--lambda", "1e-2", "--quiet", "--model", path)
+	blocks := filepath.Join(dir, "blocks")
+	if _, errOut, code := runCLI(t, "partition", "--data", data, "--partition", "vertical:3", "--out", blocks); code != 0 {
+		t.Fatal(errOut)
+	}
+	files, _ := filepath.Glob(filepath.Join(blocks, "*"))
+	if len(files) != 3 {
+		t.Fatalf("blocks %v", files)
+	}
+	sum := map[string]float64{}
+	for _, f := range files {
+		p, out := runJSON(t, "predict", "--model", path, "--data", f, "--partial")
+		if p["partial"] != true || p["samples"] != 120.0 {
+			t.Fatalf("summary %v", p)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			id, v, ok := strings.Cut(l, "\t")
+			if !ok || strings.HasPrefix(l, "#") {
+				continue
+			}
+			z, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("line %q", l)
+			}
+			sum[id] += z
+		}
+	}
+	_, out := runJSON(t, "predict", "--model", path, "--data", data, "--scores")
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Split(l, "\t")
+		if len(f) != 5 || strings.HasPrefix(l, "#") {
+			continue
+		}
+		z, _ := strconv.ParseFloat(f[3], 64)
+		s, ok := sum[f[0]]
+		if !ok || math.Abs(s-z) > 1e-12*math.Max(1, math.Abs(z)) {
+			t.Fatalf("sample %s: shares add to %v (found %v), full score %v", f[0], s, ok, z)
+		}
+		n++
+	}
+	if n != 120 || len(sum) != 120 {
+		t.Fatalf("%d full scores, %d summed", n, len(sum))
+	}
+}

@@ -77,20 +77,10 @@ func where(d *dataset.Dataset, i int) string {
 // sidecar names hyfed's bias feature, that feature at its constant value
 // in every sample (data without it scores every sample off by the bias).
 func Check(m *Model, info *Info, modelName string, d *dataset.Dataset) error {
-	M := m.NumFeatures
-	if d.M() > M {
-		for i := 0; i < d.N(); i++ {
-			idx, val := d.X.Row(i)
-			last := len(val) - 1
-			if d.X.IsSparse() && len(idx) > 0 {
-				last = int(idx[len(idx)-1])
-			}
-			if last >= M {
-				return fmt.Errorf("%s: feature %d, but model %s has %d features (nr_feature): is this the data the model was trained on?", where(d, i), last+1, modelName, M)
-			}
-		}
-		return fmt.Errorf("data %s has %d features, model %s has %d (nr_feature)", d.Name, d.M(), modelName, M)
+	if err := checkBeyond(m, modelName, d); err != nil {
+		return err
 	}
+	M := m.NumFeatures
 	if d.M() < M && !d.X.IsSparse() {
 		return fmt.Errorf("data %s has %d feature columns, model %s has %d features (nr_feature)", d.Name, d.M(), modelName, M)
 	}
@@ -106,6 +96,41 @@ func Check(m *Model, info *Info, modelName string, d *dataset.Dataset) error {
 					where(d, i), j+1, v, modelName, info.BiasValue, SidecarPath(modelName), j+1, info.BiasValue)
 			}
 		}
+	}
+	return nil
+}
+
+// PartialScores returns each sample's share of x.w over the features d
+// holds: a participant's partial score in vertical or hybrid data, where
+// a sample's full score is the sum of its holders' shares. Only features
+// beyond the model's are refused (absent ones are another holder's).
+func PartialScores(m *Model, modelName string, d *dataset.Dataset) ([]float64, error) {
+	if err := checkBeyond(m, modelName, d); err != nil {
+		return nil, err
+	}
+	out := make([]float64, d.N())
+	for i := range out {
+		idx, val := d.X.Row(i)
+		out[i] = m.Score(idx, val)
+	}
+	return out, nil
+}
+
+// checkBeyond refuses data with a feature beyond the model's.
+func checkBeyond(m *Model, modelName string, d *dataset.Dataset) error {
+	M := m.NumFeatures
+	if d.M() > M {
+		for i := 0; i < d.N(); i++ {
+			idx, val := d.X.Row(i)
+			last := len(val) - 1
+			if d.X.IsSparse() && len(idx) > 0 {
+				last = int(idx[len(idx)-1])
+			}
+			if last >= M {
+				return fmt.Errorf("%s: feature %d, but model %s has %d features (nr_feature): is this the data the model was trained on?", where(d, i), last+1, modelName, M)
+			}
+		}
+		return fmt.Errorf("data %s has %d features, model %s has %d (nr_feature)", d.Name, d.M(), modelName, M)
 	}
 	return nil
 }
