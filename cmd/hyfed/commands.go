@@ -12,6 +12,7 @@ import (
 	"github.com/hyfed/hyfed/shared/experiment"
 	"github.com/hyfed/hyfed/shared/loss"
 	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/protocol"
 )
 
 type dataFlags struct {
@@ -82,12 +83,13 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	s, err := experiment.RunPrepared(ctx, p, o)
+	var hist []protocol.RoundMetrics
+	s, err := experiment.RunPreparedWithHistory(ctx, p, o, &hist)
 	if err != nil {
 		return err
 	}
 	if *modelPath != "" {
-		if err := writeModel(*modelPath, s.Loss, s.Model.W, experimentInfo(s, o, p.Data), stderr); err != nil {
+		if err := writeModel(*modelPath, s.Loss, s.Model.W, experimentInfo(s, o, p.Data, hist), stderr); err != nil {
 			return err
 		}
 	}

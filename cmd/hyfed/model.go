@@ -49,8 +49,9 @@ func writeModel(path, lossName string, w []float64, info *model.Info, stderr io.
 	return nil
 }
 
-// experimentInfo is the sidecar of hyfed experiment's model.
-func experimentInfo(s *experiment.Summary, o experiment.Options, d *dataset.Dataset) *model.Info {
+// experimentInfo is the sidecar of hyfed experiment's model (hist: the
+// run's rounds, for the dual of the model's round).
+func experimentInfo(s *experiment.Summary, o experiment.Options, d *dataset.Dataset, hist []protocol.RoundMetrics) *model.Info {
 	it := s.Model
 	info := &model.Info{Source: "experiment", Algorithm: protocol.AlgoHyFDCA, Data: s.Data, Positive: o.Positive, Partition: s.Partition,
 		Clients: s.Clients, Scheme: s.Scheme, Step: s.Step, Loss: s.Loss, Lambda: s.Lambda, Fraction: s.Fraction,
@@ -60,8 +61,10 @@ func experimentInfo(s *experiment.Summary, o experiment.Options, d *dataset.Data
 	info.BiasFeature, info.BiasValue = biasOf(d)
 	if it.Best {
 		info.Metrics.RelativeLoss = model.Num(float64(s.BestRelativeLoss))
-		if it.Round == s.Rounds {
-			info.Metrics.Dual = model.Num(s.Dual)
+	}
+	for _, r := range hist {
+		if r.Round == it.Round && it.Best {
+			info.Metrics.Dual = model.Num(r.Dual) // the dual values of the model's round
 		}
 	}
 	return info
