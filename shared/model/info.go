@@ -45,6 +45,9 @@ type Info struct {
 	// is off (-1), and data for liblinear-predict must carry it.
 	BiasFeature int     `json:"bias_feature,omitempty"`
 	BiasValue   float64 `json:"bias_value,omitempty"`
+	// Bias says the above in words for whoever opens the file (Marshal
+	// writes it).
+	Bias string `json:"bias"`
 
 	Metrics Metrics `json:"metrics"`
 }
@@ -86,6 +89,12 @@ func ParseInfo(b []byte) (*Info, error) {
 func (i *Info) Marshal() ([]byte, error) {
 	c := *i
 	c.Format = Format
+	c.Bias = "hyfed has no separate bias term: the model file says bias -1 (LIBLINEAR's -B off)"
+	if c.BiasFeature > 0 {
+		c.Bias += fmt.Sprintf("; the bias is feature %d of the data, a constant %v in every sample, and w's weight %d is its weight: data for liblinear-predict must carry %d:%v", c.BiasFeature, c.BiasValue, c.BiasFeature, c.BiasFeature, c.BiasValue)
+	} else {
+		c.Bias += "; a bias, if the data has one, is an ordinary constant feature"
+	}
 	b, err := json.MarshalIndent(&c, "", "  ")
 	if err != nil {
 		return nil, err

@@ -158,6 +158,10 @@ func TestFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	info.Format = Format
+	if !strings.Contains(gi.Bias, "the bias is feature 3 of the data, a constant 10") {
+		t.Fatalf("bias note %q", gi.Bias)
+	}
+	info.Bias = gi.Bias
 	if !reflect.DeepEqual(gm, m) || !reflect.DeepEqual(gi, info) {
 		t.Fatalf("read %+v %+v", gm, gi)
 	}
