@@ -195,6 +195,13 @@ func (s *Server) handleModel(c echo.Context) error {
 // as a model file and its sidecar: the settings the server knows (not the
 // participants' data) and the metrics of the model's round.
 func (f *federation) modelFile() (*model.Model, *model.Info, error) {
+	// A demo federation of this process trained on the data hyfed serve
+	// --demo chose (asked before the federation lock: the seats have
+	// their own).
+	demo := f.srv.opt.DemoModel
+	if demo != nil && !(f.meta.Demo && f.srv.opt.Demo != nil && f.srv.opt.Demo.Blocks(f.meta.ID) != nil) {
+		demo = nil
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.coord.Started() {
@@ -212,6 +219,9 @@ func (f *federation) modelFile() (*model.Model, *model.Info, error) {
 		Metrics: model.Metrics{Primal: model.Num(it.Primal), HeldoutAccuracy: model.Num(it.HeldAcc), TrainAccuracy: model.Num(it.TrainAcc)}}
 	if cfg.Baseline() {
 		info.Step = ""
+	}
+	if demo != nil {
+		info.Data, info.Partition, info.BiasFeature, info.BiasValue = demo.Data, demo.Partition, demo.BiasFeature, demo.BiasValue
 	}
 	for _, r := range f.coord.History() {
 		if r.Round == it.Round && it.Best {

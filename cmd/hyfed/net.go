@@ -158,6 +158,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		seats = session.NewSeats(ctx, log)
 		opt.Demo = seats
+		opt.DemoModel = &model.Info{Data: demoData.Data.Name, Partition: *demoPart}
+		opt.DemoModel.BiasFeature, opt.DemoModel.BiasValue = biasOf(demoData.Data)
 		// The demo's optimum, so that the pages plot the relative loss
 		// (a few seconds on 2 cores).
 		fmt.Fprintf(stderr, "demo: computing P* (hyfed central) for the dashboard\n")
