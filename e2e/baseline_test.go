@@ -34,7 +34,7 @@ func TestBaselineInTheBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ts := startServer(t)
+	ts := startServer(t, seeded)
 	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "e2e: FedAvg, MNIST quadrants:1", Algo: baseline.FedAvg,
 		Loss: "hinge", Lambda: lambda, Rounds: rounds, Inner: inner, StepA: a, StepB: b, Seed: seed,
 		MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(time.Minute)})
@@ -56,7 +56,7 @@ func TestBaselineInTheBrowser(t *testing.T) {
 		t.Fatalf("status: algo %s, %d rounds of metrics", st.Config.Algo, len(st.History))
 	}
 	var model server.ModelView
-	if code := callAPI(t, "GET", ts.URL+"/api/federations/"+fed.ID+"/model", nil, &model); code != 200 {
+	if code := callAPI(t, "GET", ts.URL+"/api/federations/"+fed.ID+"/model", fed.AdminToken, nil, &model); code != 200 {
 		t.Fatalf("model: HTTP %d", code)
 	}
 	for j := range want {
@@ -99,7 +99,7 @@ func TestFedHybridInTheBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := startServer(t)
+	ts := startServer(t, seeded)
 	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "e2e: FedHybrid, MNIST horizontal:4", Algo: baseline.FedHybrid,
 		Loss: "logistic", Lambda: lambda, Rounds: rounds, Mu: mu, Mode: "mixed", Seed: seed, IIC: 0.2,
 		MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(time.Minute)})
@@ -117,7 +117,7 @@ func TestFedHybridInTheBrowser(t *testing.T) {
 	}
 	waitStatus(t, ts.URL, fed.ID, "the federation to finish", 10*time.Second, func(s server.Status) bool { return s.State == "finished" })
 	var model server.ModelView
-	if code := callAPI(t, "GET", ts.URL+"/api/federations/"+fed.ID+"/model", nil, &model); code != 200 {
+	if code := callAPI(t, "GET", ts.URL+"/api/federations/"+fed.ID+"/model", fed.AdminToken, nil, &model); code != 200 {
 		t.Fatalf("model: HTTP %d", code)
 	}
 	// Not bit for bit: on amd64 gonum's assembly kernels sum the Newton
@@ -136,9 +136,11 @@ func TestFedHybridInTheBrowser(t *testing.T) {
 	}
 }
 
-// TestCreatePageBaseline: the create page makes a HyFEM-Prox federation
-// (the baseline fields appear once the algorithm is picked) and a HyFDCA
-// one with sealed primal; the server's status holds what was chosen.
+// TestCreatePageBaseline: the create page (/new#create=<create token>)
+// makes a HyFEM-Prox federation (the baseline fields appear once the
+// algorithm is picked) and a HyFDCA one with sealed primal; the server's
+// status holds what was chosen; the page shows the join link and the viewer
+// and admin dashboard links.
 func TestCreatePageBaseline(t *testing.T) {
 	ts := startServer(t)
 	br := newBrowser(t)
@@ -147,7 +149,7 @@ func TestCreatePageBaseline(t *testing.T) {
 		sealPrimal bool
 	}{{"hyfem-prox", false}, {"hyfdca", true}} {
 		tb := newTab(t, br)
-		tb.navigate(ts.URL + "/new")
+		tb.navigate(ts.URL + "/new#create=" + createToken)
 		tb.waitJS("the create form", "document.getElementById('algo') !== null", 10*time.Second)
 		if evalJS[bool](tb, "!document.getElementById('baseline-fields').hidden") {
 			t.Fatal("the baseline fields show before a baseline is picked")
@@ -162,6 +164,23 @@ func TestCreatePageBaseline(t *testing.T) {
 		tb.do("create", chromedp.Click("#create"))
 		tb.waitJS("the created federation", "!document.getElementById('result').hidden", 10*time.Second)
 		id := tb.text("#fed-id")
+		// The organizer's links: the join link with the invitation and
+		// the secret in its fragment, the viewer and the admin dashboard.
+		links := evalJS[map[string]string](tb, `({join: document.getElementById('join').value, viewer: document.getElementById('viewer').value,
+		  admin: document.getElementById('admin-url').value, token: document.getElementById('admin').value})`)
+		if l, err := session.ParseLink(links["join"]); err != nil || l.ID != id || !strings.Contains(links["join"], "#invite=") {
+			t.Fatalf("the page's join link %q: %v", links["join"], err)
+		}
+		if want := ts.URL + "/federations/" + id + "#viewer="; !strings.HasPrefix(links["viewer"], want) {
+			t.Fatalf("the viewer link is %q, want %s…", links["viewer"], want)
+		}
+		if want := ts.URL + "/federations/" + id + "#admin=" + links["token"]; links["admin"] != want || links["token"] == "" {
+			t.Fatalf("the admin link is %q, want %s", links["admin"], want)
+		}
+		adminTokens.Store(id, links["token"])
+		if c.sealPrimal {
+			screenshot(t, tb, "create.png")
+		}
 		st := fedStatus(t, ts.URL, id)
 		switch {
 		case st.Config.Algo != c.algo:

@@ -117,21 +117,29 @@ func peekText(tb *tab, id string) (string, error) {
 	return chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf("document.getElementById(%s)?.textContent.trim() ?? ''", jsString(id))))
 }
 
-// TestIndexListsFederations checks that / lists every federation with a
-// link to its dashboard, and that the link opens it.
+// TestIndexListsFederations checks that /#create=<create token> lists every
+// federation with a link to its dashboard, and that the link opens it (the
+// page then asks for the dashboard's own link); and that / without the
+// token says how to get the list.
 func TestIndexListsFederations(t *testing.T) {
 	ts := startServer(t)
 	names := []string{"e2e index: first", "e2e index: second"}
 	var paths []string
 	for _, n := range names {
 		_, fed := createFederation(t, ts.URL, server.CreateRequest{Name: n, Rounds: 5, MinParticipants: 2})
-		paths = append(paths, fed.DashboardPath)
+		paths = append(paths, "/federations/"+fed.ID)
 	}
 	b := newBrowser(t)
 	tb := newTab(t, b)
 	tb.navigate(ts.URL + "/")
+	tb.waitJS("how to get the list", "document.getElementById('feds-how')?.textContent.includes('#create=')", 10*time.Second)
+	if tb.exists("#feds a[href*='/federations/']") {
+		tb.fatalf("/ without the create token lists federations")
+	}
+	tb.navigate("about:blank") // from / to /#create=… alone would only change the fragment, without a load
+	tb.navigate(ts.URL + "/#create=" + createToken)
 	for i, p := range paths {
-		link := fmt.Sprintf("a[href$=%s]", jsString(p))
+		link := fmt.Sprintf("a[href^=%s]", jsString(p))
 		tb.waitJS("a link to "+p, fmt.Sprintf("document.querySelector(%s) !== null", jsString(link)), 10*time.Second)
 		// The link's own text or its list entry names the federation.
 		cond := fmt.Sprintf("(a => (a.closest('li, tr') || a).textContent.includes(%s))(document.querySelector(%s))",
@@ -142,10 +150,11 @@ func TestIndexListsFederations(t *testing.T) {
 	}
 	screenshot(t, tb, "index.png")
 
-	// Following the second link opens that federation's dashboard.
-	evalJS[bool](tb, fmt.Sprintf("(document.querySelector(%s).click(), true)", jsString(fmt.Sprintf("a[href$=%s]", jsString(paths[1])))))
-	tb.waitJS("the dashboard of "+names[1], fmt.Sprintf("location.pathname === %s && document.getElementById('title')?.textContent.trim() === %s",
-		jsString(paths[1]), jsString(names[1])), 10*time.Second)
+	// Following the second link opens that federation's dashboard, which
+	// says which link shows it: the list carries no federation's token.
+	evalJS[bool](tb, fmt.Sprintf("(document.querySelector(%s).click(), true)", jsString(fmt.Sprintf("a[href^=%s]", jsString(paths[1])))))
+	tb.waitJS("the dashboard of "+names[1]+" asking for its link", fmt.Sprintf("location.pathname === %s && !document.getElementById('error').hidden && document.getElementById('error').textContent.includes('#viewer=')",
+		jsString(paths[1])), 10*time.Second)
 }
 
 func sortedKeys(m map[string]bool) []string {

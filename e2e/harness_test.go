@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/hyfed/hyfed/server"
@@ -36,7 +38,7 @@ import (
 // Time limits. Each is a ceiling that turns a hang into a failure, not a
 // pace: a passing test ends long before any of them.
 const (
-	browserLife  = 3 * time.Minute  // chromium is killed after this, whatever it is doing
+	browserLife  = 5 * time.Minute  // chromium is killed after this, whatever it is doing (TestCuriousServerLive: 127 to 172 s on 2 loaded cores)
 	callTimeout  = 15 * time.Second // one DevTools call (navigate, evaluate, screenshot)
 	pollTimeout  = 5 * time.Second  // one evaluation of waitJS's condition
 	dumpTimeout  = 3 * time.Second  // each call that describes a failed page (it may be hung)
@@ -58,6 +60,20 @@ func requireOr(t testing.TB, format string, args ...any) {
 
 // ---- server ----------------------------------------------------------------
 
+// createToken is the test servers' create token (hyfed serve makes one at
+// start): creating and listing federations need it.
+const createToken = "e2e-create-token"
+
+// adminTokens maps each federation the tests created to its admin token,
+// which the tests' own API calls send (every read needs a token now).
+var adminTokens sync.Map // federation id -> admin token
+
+func adminToken(id string) string {
+	tok, _ := adminTokens.Load(id)
+	s, _ := tok.(string)
+	return s
+}
+
 // testServer is a hyfed server on a real loopback socket, served by
 // net/http as hyfed serve does.
 type testServer struct {
@@ -66,9 +82,10 @@ type testServer struct {
 	URL    string
 	Server *server.Server
 
-	mu     sync.Mutex
-	frames map[string]map[int][][]byte // federation -> client -> frames, in order
-	log    tailBuffer                  // the server's warnings, shown when a test fails
+	mu      sync.Mutex
+	frames  map[string]map[int][][]byte // federation -> client -> frames, in order
+	streams map[*context.CancelFunc]struct{}
+	log     tailBuffer // the server's warnings, shown when a test fails
 }
 
 // startServer starts a server with a fresh data directory; opts may edit
@@ -76,8 +93,8 @@ type testServer struct {
 // the test ends.
 func startServer(t testing.TB, opts ...func(*server.Options)) *testServer {
 	t.Helper()
-	ts := &testServer{frames: map[string]map[int][][]byte{}}
-	o := server.Options{DataDir: t.TempDir()}
+	ts := &testServer{frames: map[string]map[int][][]byte{}, streams: map[*context.CancelFunc]struct{}{}}
+	o := server.Options{DataDir: t.TempDir(), CreateToken: createToken}
 	level := slog.LevelWarn
 	if os.Getenv("HYFED_TEST_LOG") != "" {
 		level = slog.LevelDebug
@@ -102,7 +119,7 @@ func startServer(t testing.TB, opts ...func(*server.Options)) *testServer {
 		srv.Close()
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: ts.cuttable(srv.Handler()), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -121,6 +138,45 @@ func startServer(t testing.TB, opts ...func(*server.Options)) *testServer {
 	})
 	t.Logf("server: %s", ts.URL)
 	return ts
+}
+
+// seeded lets a test server take seeded federations, whose runs can be
+// compared with in-process ones bit for bit: their secret derives from the
+// seed, so the server refuses them unless it runs as an insecure
+// demonstration (hyfed serve --insecure-demo).
+func seeded(o *server.Options) { o.InsecureDemo = true }
+
+// cuttable lets CutStreams end the event streams being served (a lost
+// connection, as a proxy's timeout would cut it).
+func (ts *testServer) cuttable(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/events") {
+			h.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		ts.mu.Lock()
+		ts.streams[&cancel] = struct{}{}
+		ts.mu.Unlock()
+		defer func() {
+			ts.mu.Lock()
+			delete(ts.streams, &cancel)
+			ts.mu.Unlock()
+			cancel()
+		}()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// CutStreams ends every event stream being served and returns how many
+// it ended.
+func (ts *testServer) CutStreams() int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for c := range ts.streams {
+		(*c)()
+	}
+	return len(ts.streams)
 }
 
 func (ts *testServer) record(fed string, client int, frame []byte) {
@@ -150,8 +206,8 @@ func (ts *testServer) Frames(fed string) map[int][][]byte {
 
 // createFederation creates a federation through the API as hyfed create
 // does: a fresh secret, whose fingerprint goes into req, and a join link
-// (base + join path + "#" + secret, "plaintext:" before the secret when
-// req.Scheme is plaintext) that only this side knows.
+// (base + join path + "&secret=" + secret, "plaintext:" before the secret
+// when req.Scheme is plaintext) that only this side knows.
 func createFederation(t testing.TB, base string, req server.CreateRequest) (string, *server.CreateResponse) {
 	t.Helper()
 	sec, err := secret.New()
@@ -159,26 +215,46 @@ func createFederation(t testing.TB, base string, req server.CreateRequest) (stri
 		t.Fatal(err)
 	}
 	req.Fingerprint = sec.Fingerprint()
-	var resp server.CreateResponse
-	if code := callAPI(t, "POST", base+"/api/federations", req, &resp); code != http.StatusCreated {
-		t.Fatalf("create federation: HTTP %d", code)
-	}
+	resp := postCreate(t, base, req)
 	frag := sec.String()
 	if req.Scheme == "plaintext" {
 		frag = "plaintext:" + frag
 	}
-	link := strings.TrimRight(base, "/") + resp.JoinPath + "#" + frag
+	link := joinLink(t, base, resp, frag)
 	if _, err := session.ParseLink(link); err != nil {
 		t.Fatalf("the join link %s does not parse: %v", link, err)
 	}
-	return link, &resp
+	return link, resp
 }
 
-// fedStatus returns GET /api/federations/{id}.
+// postCreate creates the federation with the create token and keeps its
+// admin token for the tests' API calls.
+func postCreate(t testing.TB, base string, req server.CreateRequest) *server.CreateResponse {
+	t.Helper()
+	var resp server.CreateResponse
+	if code := callAPI(t, "POST", base+"/api/federations", createToken, req, &resp); code != http.StatusCreated {
+		t.Fatalf("create federation: HTTP %d", code)
+	}
+	adminTokens.Store(resp.ID, resp.AdminToken)
+	return &resp
+}
+
+// joinLink is the join link of a created federation: its join path
+// (/join/<id>#invite=<invite>) and the secret, in the fragment.
+func joinLink(t testing.TB, base string, resp *server.CreateResponse, secretFrag string) string {
+	t.Helper()
+	if !strings.Contains(resp.JoinPath, "#invite=") {
+		t.Fatalf("join_path %q: want /join/<id>#invite=<invite>", resp.JoinPath)
+	}
+	return strings.TrimRight(base, "/") + resp.JoinPath + "&secret=" + secretFrag
+}
+
+// fedStatus returns GET /api/federations/{id}, read with the federation's
+// admin token.
 func fedStatus(t testing.TB, base, id string) server.Status {
 	t.Helper()
 	var st server.Status
-	if code := callAPI(t, "GET", base+"/api/federations/"+id, nil, &st); code != http.StatusOK {
+	if code := callAPI(t, "GET", base+"/api/federations/"+id, adminToken(id), nil, &st); code != http.StatusOK {
 		t.Fatalf("status of %s: HTTP %d", id, code)
 	}
 	return st
@@ -202,10 +278,10 @@ func waitStatus(t testing.TB, base, id, what string, timeout time.Duration, cond
 	}
 }
 
-// callAPI sends in as JSON (nil: no body) and decodes the answer into out
-// (nil: ignored); it returns the HTTP status and fails the test on
-// transport or decoding errors.
-func callAPI(t testing.TB, method, url string, in, out any) int {
+// callAPI sends in as JSON (nil: no body) with the token as a bearer (""
+// none) and decodes the answer into out (nil: ignored); it returns the HTTP
+// status and fails the test on transport or decoding errors.
+func callAPI(t testing.TB, method, url, token string, in, out any) int {
 	t.Helper()
 	var body io.Reader
 	if in != nil {
@@ -223,6 +299,9 @@ func callAPI(t testing.TB, method, url string, in, out any) int {
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -439,15 +518,39 @@ type tab struct {
 	ctx   context.Context
 	start time.Time
 
-	mu      sync.Mutex
-	console []string
-	dumped  bool // the page was already dumped into a failure message
+	mu       sync.Mutex
+	console  []string
+	problems []string         // console errors, exceptions and CSP violations not allowed
+	allowed  []*regexp.Regexp // console errors a test expects (allowConsole)
+	dumped   bool             // the page was already dumped into a failure message
+}
+
+// cspWatch runs in every document the tab loads, before the page's own
+// scripts: it hands each Content-Security-Policy violation to the harness
+// (window.__e2eViolation, exposed by attachTab). DevTools' own scripts are
+// not subject to the page's CSP.
+const cspWatch = `document.addEventListener('securitypolicyviolation', (e) => {
+  const report = window.__e2eViolation;
+  if (report) report({directive: e.effectiveDirective || e.violatedDirective, blocked: e.blockedURI,
+    source: e.sourceFile + ':' + e.lineNumber, sample: e.sample || '', disposition: e.disposition});
+}, true);`
+
+// violation is what cspWatch reports of a securitypolicyviolation event.
+type violation struct {
+	Directive   string `json:"directive"`
+	Blocked     string `json:"blocked"`
+	Source      string `json:"source"`
+	Sample      string `json:"sample"`
+	Disposition string `json:"disposition"`
 }
 
 // newTab opens a blank tab (1280x900) in b and records its console
 // (console API calls, uncaught exceptions and the browser's log, e.g.
-// failed requests). When the test fails, its cleanup saves a screenshot
-// and logs the page and the console.
+// failed requests) and the Content-Security-Policy violations of its
+// pages. A console error, an exception or a CSP violation fails the test
+// when the tab is closed, unless the test allowed it (allowConsole). When
+// the test fails, the cleanup saves a screenshot and logs the page and the
+// console.
 func newTab(t testing.TB, b *browser) *tab {
 	t.Helper()
 	return attachTab(t, b)
@@ -461,6 +564,7 @@ func attachTab(t testing.TB, b *browser, opts ...chromedp.ContextOption) *tab {
 	ctx, cancel := chromedp.NewContext(b.ctx, opts...)
 	tb := &tab{t: t, name: fmt.Sprintf("tab%d", b.tabs.Add(1)), ctx: ctx, start: time.Now()}
 	t.Cleanup(func() {
+		tb.checkClean()
 		if t.Failed() {
 			name := fmt.Sprintf("%s-%s-failed.png", sanitize(t.Name()), tb.name)
 			if path, err := takeScreenshot(tb, name, dumpTimeout); err != nil {
@@ -492,16 +596,79 @@ func attachTab(t testing.TB, b *browser, opts ...chromedp.ContextOption) *tab {
 				return // the tab is closed
 			}
 			line := fmt.Sprintf("%6.2fs %s: %s", time.Since(tb.start).Seconds(), m.Type, m.Text)
+			if m.Source != "" {
+				line += " [" + m.Source + "]"
+			}
 			if m.URL != "" {
 				line += fmt.Sprintf("  (%s:%d)", m.URL, m.Line+1)
 			}
-			tb.mu.Lock()
-			tb.console = append(tb.console, line)
-			tb.mu.Unlock()
+			// Errors and exceptions fail the test; so does anything about
+			// the Content-Security-Policy, whatever its level.
+			bad := m.Type == chromedp.ConsoleError || m.IsException() ||
+				strings.Contains(m.Text, "Content Security Policy") || strings.Contains(m.Text, "Content-Security-Policy")
+			tb.note(line, bad)
 		}
 	}()
+	tb.do("watch for CSP violations",
+		chromedp.ExposeFunc("__e2eViolation", func(_ context.Context, v violation) (chromedp.Void, error) {
+			tb.note(fmt.Sprintf("%6.2fs CSP violation: %s blocked %q (%s, %s) sample %q", time.Since(tb.start).Seconds(),
+				v.Directive, v.Blocked, v.Disposition, v.Source, v.Sample), true)
+			return chromedp.Void{}, nil
+		}),
+		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cspWatch})
+			return err
+		}))
 	tb.do("set the viewport", chromedp.EmulateViewport(1280, 900))
 	return tb
+}
+
+// note records a console line; bad ones are problems unless allowed.
+func (tb *tab) note(line string, bad bool) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	tb.console = append(tb.console, line)
+	if !bad {
+		return
+	}
+	for _, re := range tb.allowed {
+		if re.MatchString(line) {
+			return
+		}
+	}
+	tb.problems = append(tb.problems, line)
+}
+
+// allowConsole lets console errors matching the regular expression pass:
+// the ones a test provokes (a refused token is a 401 the browser logs).
+func (tb *tab) allowConsole(pattern string) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	tb.allowed = append(tb.allowed, regexp.MustCompile(pattern))
+}
+
+// takeProblems returns the problems recorded so far and forgets them (for
+// a test that provokes one on purpose).
+func (tb *tab) takeProblems() []string {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	p := tb.problems
+	tb.problems = nil
+	return p
+}
+
+// checkClean fails the test if the tab logged a console error, an
+// exception or a CSP violation. Console events travel apart from the calls
+// that caused them: it gives the last ones a moment to arrive.
+func (tb *tab) checkClean() {
+	tb.t.Helper()
+	if tb.ctx.Err() == nil {
+		time.Sleep(300 * time.Millisecond)
+	}
+	if p := tb.takeProblems(); len(p) > 0 {
+		tb.t.Errorf("%s: %d console errors, exceptions or CSP violations (pages must run clean under the CSP):\n  %s",
+			tb.name, len(p), strings.Join(p, "\n  "))
+	}
 }
 
 // do runs actions with callTimeout; an error fails the test with a dump.
@@ -529,6 +696,20 @@ func evalJS[T any](tb *tab, expr string) T {
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
 	if err != nil {
 		tb.fatalf("%s: evaluating %s: %v", tb.name, expr, err)
+	}
+	return v
+}
+
+// evalAsync evaluates a JavaScript expression whose value is a promise and
+// decodes what it resolves to as T; an error, or no value within
+// callTimeout, fails the test (what names it).
+func evalAsync[T any](tb *tab, what, expr string) T {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, callTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		tb.fatalf("%s: %s: %v", tb.name, what, err)
 	}
 	return v
 }

@@ -33,11 +33,8 @@ func createSeeded(t *testing.T, base string, seed int64, req server.CreateReques
 	t.Helper()
 	sec := secret.FromSeed(seed)
 	req.Seed, req.Fingerprint = uint64(seed), sec.Fingerprint()
-	var resp server.CreateResponse
-	if code := callAPI(t, "POST", base+"/api/federations", req, &resp); code != 201 {
-		t.Fatalf("create: HTTP %d", code)
-	}
-	return base + resp.JoinPath + "#" + sec.String(), &resp
+	resp := postCreate(t, base, req)
+	return joinLink(t, base, resp, sec.String()), resp
 }
 
 // joinTab opens the join link in a new tab, uploads the block file through
@@ -73,7 +70,7 @@ func TestFourTabsTrainMNIST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := startServer(t)
+	ts := startServer(t, seeded)
 	link, fed := createSeeded(t, ts.URL, seed, server.CreateRequest{Name: "e2e: four tabs, MNIST quadrants:1", Lambda: 1e-3,
 		Rounds: rounds, IIC: 0.2, MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures,
 		RoundTimeout: server.Duration(time.Minute), PStar: opt.Primal})
@@ -125,7 +122,7 @@ func TestFourTabsTrainMNIST(t *testing.T) {
 
 	// The privacy view, in the first tab (which holds its rows): its own
 	// rows beside what the server holds, sealed.
-	priv := ts.URL + fed.DashboardPath + "/privacy"
+	priv := ts.URL + "/federations/" + fed.ID + "/privacy" // its token: the tab's session, in session storage
 	tabs[0].navigate(priv)
 	tabs[0].waitJS("the server's side", "document.getElementById('parts').textContent.includes('BGV ciphertext')", 15*time.Second)
 	tabs[0].waitJS("the tab's own rows", "document.querySelectorAll('#preview canvas').length > 0", 5*time.Second)
@@ -200,7 +197,7 @@ func TestWrongSecretShowsError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrong := link[:strings.Index(link, "#")+1] + other.String()
+	wrong := link[:strings.Index(link, "&secret=")] + "&secret=" + other.String()
 	b := newBrowser(t)
 	tb := newTab(t, b)
 	tb.navigate(wrong)
@@ -268,7 +265,7 @@ func TestInsecureFederationIsMarked(t *testing.T) {
 		url  string
 		want bool
 	}{
-		{insecure, true}, {ts.URL + fi.DashboardPath, true}, {ts.URL + fi.DashboardPath + "/privacy", true},
+		{insecure, true}, {ts.URL + fi.DashboardPath, true}, {ts.URL + "/federations/" + fi.ID + "/privacy#viewer=" + fi.ViewerToken, true},
 		{secure, false}, {ts.URL + fs.DashboardPath, false},
 	} {
 		tb.navigate(c.url)
@@ -326,7 +323,7 @@ func TestDemoNewcomer(t *testing.T) {
 	tb.waitJS("the server's welcome", "document.body.dataset.registered === '1'", 20*time.Second)
 
 	dash := newTab(t, b)
-	dash.navigate(ts.URL + fed.DashboardPath)
+	dash.navigate(ts.URL + fed.AdminPath) // filling seats is the organizer's
 	dash.waitJS("the fill button", "!document.getElementById('fill-box').hidden && !document.getElementById('fill').disabled", 10*time.Second)
 	dash.do("press fill", chromedp.Click("#fill"))
 	dash.waitJS("the fill result", "document.getElementById('fill-result').textContent.includes('Started 3')", 10*time.Second)

@@ -147,7 +147,7 @@ func TestAPI(t *testing.T) {
 		t.Fatalf("model %+v, /model round %d best %v primal %v (%d weights); the lowest primal is round %d's %v",
 			st.Model, mv.ModelRound, mv.Best, mv.Primal, len(mv.W), st.History[best].Round, st.History[best].Primal)
 	}
-	rounds := 0
+	rounds, states := 0, map[string]bool{}
 	timeout := time.After(10 * time.Second)
 	for rounds < 41 {
 		select {
@@ -157,8 +157,18 @@ func TestAPI(t *testing.T) {
 			if ev.Type == "round" {
 				rounds++
 			}
+			if ev.Type == "state" {
+				states[ev.State] = true
+			}
 		case <-timeout:
 			t.Fatalf("%d round events, want 41", rounds)
+		}
+	}
+	// Each state the federation passed through was an event, also the
+	// ones no call made (pausing -> paused when the round completed).
+	for _, s := range []string{"running", "pausing", "paused"} {
+		if !states[s] {
+			t.Errorf("no state event %q (got %v)", s, states)
 		}
 	}
 	if code := ts.call(t, "POST", "/api/federations/"+fed.ID+"/stop", fed.AdminToken, nil, &apiError{}); code != 409 {

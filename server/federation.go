@@ -41,8 +41,10 @@ type federation struct {
 	reported int // history entries already sent as events
 	phase    string
 	finished bool
-	events   *hub
-	saver    *saver
+	// lastState is the state last published as an event.
+	lastState string
+	events    *hub
+	saver     *saver
 	// wire counts the bytes of the frames actually received and sent.
 	wireIn, wireOut atomic.Int64
 	// slots is the layout's slot count once the federation has started,
@@ -285,7 +287,12 @@ func (f *federation) afterChange() {
 			f.timer.Stop()
 		}
 		f.log.Info("federation finished", "round", f.coord.Round(), "stopped", f.coord.Stopped())
-		f.events.publish(event{Type: "state", State: f.stateLocked()})
+	}
+	// Every change of state is an event (pausing -> paused happens when a
+	// round completes, not on the organizer's call).
+	if st := f.stateLocked(); st != f.lastState {
+		f.lastState = st
+		f.events.publish(event{Type: "state", State: st})
 	}
 }
 
@@ -471,7 +478,6 @@ func (f *federation) admin(action string) error {
 	}
 	f.log.Info("organizer action", "action", action)
 	f.afterChange()
-	f.events.publish(event{Type: "state", State: f.stateLocked()})
 	return nil
 }
 

@@ -46,13 +46,7 @@ func (s *Server) janitor() {
 // loaded since the server started is judged by its record alone: loading
 // it only to remove it would cost what lazy loading saves.
 func (s *Server) sweep(now time.Time) {
-	s.mu.Lock()
-	feds := make([]*federation, 0, len(s.feds))
-	for _, f := range s.feds {
-		feds = append(feds, f)
-	}
-	s.mu.Unlock()
-	for _, f := range feds {
+	for _, f := range s.snapshot() {
 		if why := s.expired(f, now); why != "" {
 			s.log.Info("removing federation", "id", f.meta.ID, "why", why)
 			s.remove(f)

@@ -46,5 +46,6 @@ func (f *federation) fail(why string) {
 	if f.timer != nil {
 		f.timer.Stop()
 	}
-	f.events.publish(event{Type: "state", State: f.stateLocked()})
+	f.lastState = f.stateLocked()
+	f.events.publish(event{Type: "state", State: f.lastState})
 }

@@ -218,15 +218,20 @@ func (s *Server) Close() {
 		close(s.quit)
 		<-s.janitorDone
 	})
+	for _, f := range s.snapshot() {
+		f.close()
+	}
+}
+
+// snapshot lists the federations, loaded or not.
+func (s *Server) snapshot() []*federation {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	feds := make([]*federation, 0, len(s.feds))
 	for _, f := range s.feds {
 		feds = append(feds, f)
 	}
-	s.mu.Unlock()
-	for _, f := range feds {
-		f.close()
-	}
+	return feds
 }
 
 // federation returns a loaded federation, or nil.
@@ -242,12 +247,7 @@ func (s *Server) federation(id string) *federation {
 
 // all returns the loaded federations.
 func (s *Server) all() []*federation {
-	s.mu.Lock()
-	feds := make([]*federation, 0, len(s.feds))
-	for _, f := range s.feds {
-		feds = append(feds, f)
-	}
-	s.mu.Unlock()
+	feds := s.snapshot()
 	out := feds[:0]
 	for _, f := range feds {
 		if f.ensure() {

@@ -21,7 +21,7 @@ import (
 	"github.com/hyfed/hyfed/shared/svgplot"
 )
 
-// hyfed compare: the paper's comparison (papers/001 sec. 2) of HyFDCA with
+// hyfed compare: the paper's comparison (the HyFDCA paper's supplement, sec. 2) of HyFDCA with
 // the baselines, each tuned by a log-uniform random search, reported after
 // T rounds and at equal wall time.
 
@@ -71,7 +71,7 @@ type cmpAlgo struct {
 	Run     func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error)
 }
 
-// cmpGrid is the paper's grid (papers/001 sec. 2: hybrid partitions, the
+// cmpGrid is the paper's grid (the HyFDCA paper's supplement, sec. 2: hybrid partitions, the
 // hinge loss), plus horizontal settings with the logistic loss where
 // FedHybrid runs too; or a small grid for --quick.
 func cmpGrid(quick bool, sparse string) []cmpSetting {
@@ -164,7 +164,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	quick := fs.Bool("quick", false, "a small grid (Fashion-MNIST quadrants:1 and the sparse set grid:3,3, fraction 0.5, 40 rounds, budget 2): minutes")
 	rounds := fs.Int("rounds", 300, "rounds T of each final run")
 	tuneRounds := fs.Int("tune-rounds", 0, "rounds of each random-search candidate (default T/3)")
-	budget := fs.Int("budget", 5, "random-search candidates per algorithm and setting (papers/001 sec. 2.3: log-uniform)")
+	budget := fs.Int("budget", 5, "random-search candidates per algorithm and setting (the HyFDCA paper's supplement, sec. 2.3: log-uniform)")
 	algos := fs.String("algos", "", "comma-separated algorithms (default: all)")
 	sparse := fs.String("sparse", "synthetic:20000,2000,0.005,0.05,7", "the sparse text-like data set (synthetic:N,M,density,noise,seed, or a LIBSVM file)")
 	lambda := fs.Float64("lambda", 1e-3, "L2 regularization lambda")
@@ -441,14 +441,14 @@ func compareReport(grid []cmpSetting, results []*cmpResult, rounds int) (string,
 }
 
 // compareAlgos lists the algorithms hyfed compare runs. HyFEM-Avg is left
-// out: for linear models it is FedAvg (papers/004 Remark 3; a test in
+// out: for linear models it is FedAvg (the HyFEM paper, Remark 3; a test in
 // shared/baseline shows identical runs).
 func compareAlgos(lambda float64) []cmpAlgo {
 	return []cmpAlgo{hyfdcaAlgo(lambda), baselineAlgo(baseline.FedAvg, lambda), baselineAlgo(baseline.HyFEMProx, lambda), fedHybridAlgo(lambda)}
 }
 
 // fedHybridAlgo runs FedHybrid with Newton-type participants on horizontal
-// partitions (its setting: papers/003), tuning the penalty mu; the step
+// partitions (its setting: the FedHybrid paper), tuning the penalty mu; the step
 // sizes are FedHybrid's defaults (shared/baseline).
 func fedHybridAlgo(lambda float64) cmpAlgo {
 	return cmpAlgo{Name: "fedhybrid", Params: []cmpParam{{"mu", 1e-4, 10}},
@@ -470,7 +470,7 @@ func baselinePoints(ctx context.Context, p *experiment.Prepared, spec baselineSp
 	return pts, err
 }
 
-// baselineAlgo runs FedAvg or HyFEM with the search ranges of papers/001
+// baselineAlgo runs FedAvg or HyFEM with the search ranges of the HyFDCA paper's supplement
 // sec. 2.3 (IIC, a and b log-uniform; HyFEM also mu). Plaintext sealing,
 // as for HyFDCA.
 func baselineAlgo(name string, lambda float64) cmpAlgo {

@@ -30,7 +30,7 @@ var Algorithms = []string{FedAvg, HyFEMAvg, HyFEMProx}
 
 // ErrDiverged marks a run whose weights left the finite or the sealable
 // range: the step size is too large for the data. A hyperparameter search
-// (papers/001 sec. 2.3 drops divergent runs) tests for it with errors.Is.
+// (the HyFDCA paper's supplement, sec. 2.3 drops divergent runs) tests for it with errors.Is.
 var ErrDiverged = errors.New("diverged")
 
 // sumLimit bounds |sum| of sealed values: BGV adds exactly while the sum
@@ -55,7 +55,7 @@ func SealableLimit(n int) float64 {
 //
 // whose (sub)gradient is l'(x_{k,n}.w_k) x_{k,n} + lambda w_k + 2 mu (w_k - anchor).
 // FedAvg and HyFEM-Avg have mu = 0; HyFEM-Prox anchors at the global model
-// restricted to the client's features, fixed during the round (papers/004
+// restricted to the client's features, fixed during the round (the HyFEM paper
 // eq. 6 with dist = ||.||^2, as in its Remark 2; FedProx writes mu/2).
 type LocalSGD struct {
 	Loss   loss.Loss
@@ -69,7 +69,7 @@ type LocalSGD struct {
 // StepSize returns a/(b+sqrt(t)) for the client's t-th local step (t >= 1).
 //
 // t counts the steps the client has taken over the whole run, not the round:
-// papers/000 sec. 5.1 and 001 sec. 2.3 write gamma_t = a/(b+sqrt(t)) without
+// the HyFDCA paper, sec. 5.1 and its supplement, sec. 2.3 write gamma_t = a/(b+sqrt(t)) without
 // saying which t, and counting steps makes the H steps of one round use
 // decreasing steps too. t starts at 1 so that a tiny b (the random search of
 // 001 sec. 2.3 goes down to 1e-5) does not make the first step a/b.

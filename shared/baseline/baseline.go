@@ -17,7 +17,7 @@ import (
 
 // The algorithms Run knows (Options.Algo).
 //
-// For linear models HyFEM-Avg is FedAvg: papers/004 has no feature extractor
+// For linear models HyFEM-Avg is FedAvg: the HyFEM paper has no feature extractor
 // parameters to learn here (the embedding h_m is the identity on the
 // client's features), the matching Pi_m of its eq. (8) is the identity on
 // the client's features (features are named, there is nothing to permute),
@@ -48,7 +48,7 @@ type Options struct {
 	Rounds int     // communication rounds, >= 1
 	Inner  int     // H: local SGD steps per active client and round, >= 1
 	// StepA and StepB give the local step a/(b+sqrt(t)), t the client's
-	// local step count (papers/000 sec. 5.1): a > 0, b >= 0.
+	// local step count (the HyFDCA paper, sec. 5.1): a > 0, b >= 0.
 	StepA, StepB float64
 	// Mu weighs HyFEM-Prox's penalty mu ||w_k - w_global on M_k||^2; it
 	// must be positive for hyfem-prox and 0 for the others.
@@ -221,7 +221,7 @@ func Run(ctx context.Context, d *dataset.Dataset, blocks []partition.Block, o Op
 			var anchor []float64
 			if o.Algo == HyFEMProx {
 				// Pi_k w_global: for linear models the matching of
-				// papers/004 (8) is the identity on the client's
+				// the HyFEM paper (8) is the identity on the client's
 				// features, so this is the restriction.
 				anchor = append([]float64(nil), w...)
 			}

@@ -1,10 +1,10 @@
-// FedHybrid (papers/003: Niu, Wei, "A Hybrid Primal-Dual Algorithm Framework
+// FedHybrid (the FedHybrid paper: Niu, Wei, "A Hybrid Primal-Dual Algorithm Framework
 // for Federated Optimization", Algorithm 1) for horizontal partitions and
 // smooth losses. Every participant holds all features of some samples and
 // keeps a local primal copy x_i and a dual lambda_i of the consensus
 // constraint x_0 = x_i; the server keeps the consensus variable x_0.
 //
-// Problem (1.1)/(1.2) of the paper with the objective of DESIGN.md 1:
+// Problem (1.1)/(1.2) of the paper with the objective of docs/design.md section 1:
 //
 //	min_w f(w) = sum_i f_i(w),
 //	f_i(w) = (1/N) sum_{n in I_i, training} l(y_n, x_n.w) + (lambda/2)(N_i/N) ||w||^2,
@@ -117,7 +117,7 @@ type FedHybridOptions struct {
 type FedHybridRound struct {
 	Round int
 	// Primal is P(x_0) = lambda/2 ||x_0||^2 + (1/N) sum_n l(y_n, x_n.x_0)
-	// over the training samples of the whole data set (DESIGN.md 1), on the
+	// over the training samples of the whole data set (docs/design.md section 1), on the
 	// consensus variable after the round.
 	Primal float64
 	// TrainAcc and HeldAcc are the accuracies of x_0 on the training and
@@ -680,7 +680,7 @@ func fedHybridSetup(d *dataset.Dataset, blocks []partition.Block, o FedHybridOpt
 	return ps, scheme, nil
 }
 
-// RunFedHybrid runs Algorithm 1 of papers/003 on a horizontal partition of
+// RunFedHybrid runs Algorithm 1 of the FedHybrid paper on a horizontal partition of
 // d (one block per participant) for o.Rounds rounds from x_0 = x_i =
 // lambda_i = 0 and returns the metrics of every round. On cancellation it
 // returns the rounds done and ctx's error.

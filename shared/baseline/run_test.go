@@ -53,7 +53,7 @@ func tunedOptions(algo, lossName string) Options {
 
 // Every algorithm, both losses, all or half the clients active: the primal
 // falls well below P(0) = l(0) within 30 rounds and ends close to the
-// centralized optimum. Naive hybrid averaging does not reach it (papers/000
+// centralized optimum. Naive hybrid averaging does not reach it (the HyFDCA paper
 // sec. 5.2; here it stalls ~14% above P*), so the bound is loose.
 func TestRunDecreasesPrimal(t *testing.T) {
 	p := syntheticFederation(t)

@@ -31,7 +31,7 @@ func bestMatch(b *partition.Block, v []float64) (float64, int) {
 	return best, row
 }
 
-// TestPrimalChangeShowsASample is the leak papers/000 leaves open: under
+// TestPrimalChangeShowsASample is the leak the HyFDCA paper leaves open: under
 // the default encryption (dual values and inner products sealed) a
 // client's share of the round's direction, dw_k = X_k^T d, still travels in
 // plaintext, and with H = 1 it is one of the client's rows times d_n: the

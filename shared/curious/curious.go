@@ -1,6 +1,6 @@
-// Package curious is an honest-but-curious server (DESIGN.md 3): it watches
+// Package curious is an honest-but-curious server (docs/design.md section 3): it watches
 // exactly the messages the server receives and sends, and runs the two
-// reconstruction attacks of papers/000 sec. 3 on them.
+// reconstruction attacks of the HyFDCA paper, sec. 3 on them.
 //
 //   - The inner-product attack (ReconstructIP): a client sends x_{k,n}.v for
 //     every sample n of its block and a vector v the server chose and sent

@@ -20,7 +20,7 @@ const (
 )
 
 // Bias is the value of the constant feature appended to image data: large,
-// so that regularization bends the bias less (papers/001 sec. 2.2).
+// so that regularization bends the bias less (the HyFDCA paper's supplement, sec. 2.2).
 const Bias = 10
 
 // defaultHoldout is the held-out share of built-in data without a split of

@@ -2,7 +2,7 @@
 // conjugates as they enter the dual, and the closed-form or Newton
 // coordinate step that maximises the dual in one coordinate.
 //
-// Conventions (DESIGN.md 1): P(w) = lambda/2 ||w||^2 + 1/N sum l_n(x_n.w),
+// Conventions (docs/design.md section 1): P(w) = lambda/2 ||w||^2 + 1/N sum l_n(x_n.w),
 // D(a) = 1/N sum -l*_n(-a_n) - lambda/2 ||w(a)||^2, w(a) = 1/(lambda N) sum a_n x_n.
 // For both losses the dual variable is feasible iff b = a*y lies in [0, 1].
 package loss
@@ -50,7 +50,7 @@ func (Hinge) Value(z, y float64) float64 { return math.Max(0, 1-y*z) }
 // Conj implements Loss: -l*(-a) = a y on the feasible set.
 func (Hinge) Conj(a, y float64) float64 { return a * y }
 
-// Step implements Loss with the closed form of DESIGN.md 1, which keeps
+// Step implements Loss with the closed form of docs/design.md section 1, which keeps
 // ||x_n||^2 and the label inside the margin (the paper's Algorithm 5
 // formula drops both).
 func (Hinge) Step(a, y, z, q, lambdaN float64) float64 {

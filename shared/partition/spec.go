@@ -12,7 +12,7 @@ import (
 
 // Kinds of partition.
 const (
-	Quadrants  = "quadrants"  // image quadrants x K sample groups (papers/001, MNIST)
+	Quadrants  = "quadrants"  // image quadrants x K sample groups (the HyFDCA paper's supplement, MNIST)
 	Grid       = "grid"       // K sample groups x Q feature groups
 	Horizontal = "horizontal" // K sample groups, all features each
 	Vertical   = "vertical"   // all samples, Q feature groups
@@ -132,10 +132,10 @@ func (s Spec) validate() error {
 //     top-left, 1 top-right, 2 bottom-left, 3 bottom-right (pixel y*Width+x);
 //     the Extra features (the bias) go with quadrant 3. Client q*K+g holds
 //     quadrant q of sample group g, so the first quarter of the clients holds
-//     the first quadrant, as in papers/001 sec. 2.2.
+//     the first quadrant, as in the HyFDCA paper's supplement, sec. 2.2.
 //   - grid:K,Q on dense data: Q contiguous feature ranges of near-equal size.
 //     On sparse data each sample's non-zero entries are dealt to the Q
-//     clients of its group in turn (papers/001 sec. 2.2: each gets 1/Q of
+//     clients of its group in turn (the HyFDCA paper's supplement, sec. 2.2: each gets 1/Q of
 //     every sample's non-zero features), starting at a client that rotates
 //     from sample to sample so that no client is systematically favoured.
 //     Blocks of one group then share feature indexes, but every entry has one
@@ -231,7 +231,7 @@ func (s Spec) featureGroups(d *dataset.Dataset) ([][]int, error) {
 			fg[q] = append(fg[q], j)
 		}
 		for j := img.Width * img.Height; j < m; j++ {
-			fg[3] = append(fg[3], j) // the bias goes with the 4th quadrant (papers/001)
+			fg[3] = append(fg[3], j) // the bias goes with the 4th quadrant (the HyFDCA paper's supplement)
 		}
 		return fg, nil
 	}

@@ -16,11 +16,11 @@ import (
 const (
 	// StepHyFed is the default: synchronized picks within a sample group, a
 	// local sequential estimate of x.w, and an exact dual line search by the
-	// server over the round's aggregated direction (DESIGN.md 2b).
+	// server over the round's aggregated direction (docs/design.md, "The step rules").
 	StepHyFed = "hyfed"
-	// StepPaper is Algorithm 5 of papers/000 as published: w fixed in the
+	// StepPaper is Algorithm 5 of the HyFDCA paper as published: w fixed in the
 	// local loop, independent picks, a fixed gamma, updates averaged over
-	// |B_n| (with the correct closed-form hinge step of DESIGN.md 1).
+	// |B_n| (with the correct closed-form hinge step of docs/design.md section 1).
 	StepPaper = "paper"
 )
 
@@ -60,7 +60,7 @@ type Config struct {
 	Search string
 	// Estimate is how a holder estimates the other holders' share of the
 	// change of x.w in its local loop: "meanfield" (group statistics) or
-	// "holders" (|B_n| times its own share, DESIGN.md 2b).
+	// "holders" (|B_n| times its own share, docs/design.md, "The step rules").
 	Estimate string
 	// Seed drives the server's participation draws.
 	Seed uint64
@@ -75,7 +75,7 @@ type Config struct {
 	// federation waits at the round boundary instead of spending rounds
 	// on nobody.
 	Quorum float64
-	// SealPrimal seals the primal side too (papers/000 leaves it in
+	// SealPrimal seals the primal side too (the HyFDCA paper leaves it in
 	// plaintext): participants seal their contributions to w and to the
 	// round's direction per feature, the server adds the ciphertexts and
 	// one participant opens only the aggregate (KindOpen). No single
@@ -92,7 +92,7 @@ type Config struct {
 	// number of active holders of each feature. The dual-related settings
 	// (Step, Search, Estimate, Gamma, SealPrimal) do not apply.
 	//
-	// fedhybrid (papers/003, horizontal partitions, logistic loss) runs
+	// fedhybrid (the FedHybrid paper, horizontal partitions, logistic loss) runs
 	// the same way: each active participant takes a gradient- or
 	// Newton-type step (Mode) on its local copy and dual from the
 	// consensus w, seals mu x_i - lambda_i, and w becomes the opened sum

@@ -1,4 +1,4 @@
-// Package protocol implements the HyFDCA round protocol (DESIGN.md 2) as two
+// Package protocol implements the HyFDCA round protocol (docs/design.md section 2) as two
 // state machines free of I/O: the Coordinator (server side) and the
 // Participant (one per client). They exchange Messages through a Transport;
 // the in-memory transport here runs whole federations in one process, the

@@ -158,7 +158,7 @@ func (c *Coordinator) sumReplies(replies map[int]Message, clients []int) (seal.V
 	return sum, true
 }
 
-// fedHybridStep is a round of FedHybrid (papers/003 Algorithm 1): the
+// fedHybridStep is a round of FedHybrid (the FedHybrid paper, Algorithm 1): the
 // active participants step from the consensus w and seal their summand
 // mu x_i - lambda_i; the server keeps each participant's last sealed
 // summand, adds all of them, a participant opens the sum, and w becomes it

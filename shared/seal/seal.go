@@ -1,6 +1,6 @@
 // Package seal is the one interface through which every value that must not
 // reach the server in plaintext travels: dual values and their updates,
-// per-sample inner products and squared norms (DESIGN.md 3).
+// per-sample inner products and squared norms (docs/design.md section 3).
 //
 // Values live in slots of a federation-wide layout (one slot per sample);
 // slots are grouped in chunks of ChunkLen, and a chunk is what a scheme

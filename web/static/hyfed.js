@@ -152,19 +152,194 @@
     return (i ? n.toFixed(n < 10 ? 2 : n < 100 ? 1 : 0) : n) + ' ' + u[i];
   }
 
-  // getJSON fetches JSON; an API error ({error, code}) becomes an Error
-  // carrying both.
-  async function getJSON(url, init) {
-    const r = await fetch(url, init);
+  // ---- tokens and the API -------------------------------------------------
+  // Tokens travel in a page's fragment (#viewer=..., #invite=...&secret=...),
+  // which browsers never send to a server, and reach the API only as an
+  // Authorization header: never in a query string, which proxies and logs
+  // keep.
+
+  // fragment parses "#k=v&k2=v2" (location.hash by default) into an object.
+  // Not URLSearchParams: it would turn a '+' into a space. A part without
+  // '=' (the secret of an old join link, "#<secret>") is under the key ''.
+  function fragment(hash) {
+    const s = (hash === undefined ? root.location.hash : hash).replace(/^#/, '');
+    const out = {};
+    const dec = (x) => { try { return decodeURIComponent(x); } catch (e) { return x; } };
+    for (const part of s.split('&')) {
+      if (!part) continue;
+      const i = part.indexOf('=');
+      const k = i < 0 ? '' : dec(part.slice(0, i)), v = dec(i < 0 ? part : part.slice(i + 1));
+      if (!(k in out)) out[k] = v;
+    }
+    return out;
+  }
+
+  // errorOf turns a refused API call into an Error carrying the HTTP status
+  // and the API's code ({error, code}).
+  async function errorOf(r) {
     let body = null;
     try { body = await r.json(); } catch (e) { /* not JSON */ }
-    if (!r.ok) {
-      const err = new Error((body && body.error) || ('HTTP ' + r.status));
-      err.code = body && body.code;
-      err.status = r.status;
-      throw err;
+    const err = new Error((body && body.error) || ('HTTP ' + r.status + (r.statusText ? ' ' + r.statusText : '')));
+    err.status = r.status;
+    err.code = body && body.code;
+    return err;
+  }
+
+  // request calls the API with the token as a bearer; opts: method, json
+  // (a body to send as JSON), signal. It returns the Response, or throws
+  // errorOf's Error.
+  async function request(url, token, opts) {
+    opts = opts || {};
+    const headers = {};
+    if (token) headers.Authorization = 'Bearer ' + token;
+    const init = {method: opts.method || 'GET', headers, cache: 'no-store'};
+    if (opts.json !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(opts.json);
     }
-    return body;
+    if (opts.signal) init.signal = opts.signal;
+    const r = await fetch(url, init);
+    if (!r.ok) throw await errorOf(r);
+    return r;
+  }
+
+  async function jsonOf(r) {
+    const t = await r.text();
+    return t ? JSON.parse(t) : null;
+  }
+
+  // getJSON, postJSON and deleteJSON call the API with a bearer token and
+  // return its JSON answer (null when empty).
+  const getJSON = async (url, token) => jsonOf(await request(url, token));
+  const postJSON = async (url, body, token) => jsonOf(await request(url, token, {method: 'POST', json: body === undefined ? {} : body}));
+  const deleteJSON = async (url, token) => jsonOf(await request(url, token, {method: 'DELETE'}));
+
+  // refusal says what a refused call needs, for the page: the server's own
+  // message with, for a refused token (401, 403), which link or token the
+  // page needs (need).
+  function refusal(err, need) {
+    if (err && (err.status === 401 || err.status === 403)) {
+      return 'The server refused this page\'s token (' + (err.message || 'HTTP ' + err.status) + '). ' + need;
+    }
+    return err && err.message ? err.message : String(err);
+  }
+
+  // events follows a stream of server-sent events as EventSource does
+  // ("event:", "data:", "id:" and "retry:" lines, a blank line dispatches,
+  // a lost stream is resumed with Last-Event-ID), but over fetch(), because
+  // EventSource cannot send the bearer header. on(type, data) gets each event
+  // ("message" when it has no "event:" line). onState(state, detail) hears
+  // "connecting", "open", "reconnecting" ({wait_ms, error}) and "closed"
+  // ({error}: a refusal, such as 401 or 404, that retrying cannot mend).
+  // It returns {close()}.
+  function events(url, token, on, onState) {
+    const minWait = 1000, maxWait = 30000, steady = 10000;
+    let closed = false, ctl = null, timer = null, lastId = '', retry = 0, wait = minWait;
+    const report = (state, detail) => {
+      if (onState) try { onState(state, detail || {}); } catch (e) { rethrow(e); }
+    };
+    const rethrow = (e) => { if (root.reportError) root.reportError(e); else setTimeout(() => { throw e; }); };
+
+    async function connect(first) {
+      timer = null;
+      if (closed) return;
+      if (first) report('connecting');
+      ctl = new AbortController();
+      const headers = {Accept: 'text/event-stream'};
+      if (token) headers.Authorization = 'Bearer ' + token;
+      if (lastId) headers['Last-Event-ID'] = lastId;
+      let r;
+      try {
+        r = await fetch(url, {headers, cache: 'no-store', signal: ctl.signal});
+      } catch (e) {
+        return again(e);
+      }
+      if (!r.ok) {
+        const err = await errorOf(r);
+        // The server's trouble may pass; a refusal will not.
+        if (r.status >= 500 || r.status === 408 || r.status === 429) return again(err);
+        return end(err);
+      }
+      const type = r.headers.get('Content-Type') || '';
+      if (!type.startsWith('text/event-stream')) return end(new Error('not an event stream (' + (type || 'no type') + ')'));
+      const opened = Date.now();
+      report('open');
+      let err = null;
+      try {
+        await read(r.body);
+      } catch (e) {
+        err = e;
+      }
+      if (closed) return;
+      // A stream that lasted resets the backoff; one the server ends at
+      // once each time (a federation it dropped, say) backs off.
+      if (Date.now() - opened >= steady) wait = minWait;
+      again(err || new Error('the server ended the stream'));
+    }
+
+    function again(err) {
+      if (closed) return;
+      const ms = retry || Math.round(wait * (0.8 + 0.4 * Math.random()));
+      wait = Math.min(maxWait, wait * 2);
+      report('reconnecting', {wait_ms: ms, error: err});
+      timer = setTimeout(connect, ms);
+    }
+
+    function end(err) {
+      closed = true;
+      report('closed', {error: err});
+    }
+
+    async function read(body) {
+      const reader = body.getReader();
+      const dec = new TextDecoder();
+      let buf = '', from = 0, type = '', data = [];
+      const line = (l) => {
+        if (l === '') {
+          if (data.length) {
+            const d = data.join('\n'), t = type || 'message';
+            data = []; type = '';
+            try { on(t, d, lastId); } catch (e) { rethrow(e); }
+          }
+          type = '';
+          return;
+        }
+        if (l[0] === ':') return; // a comment (keep-alive)
+        const i = l.indexOf(':');
+        const field = i < 0 ? l : l.slice(0, i);
+        let value = i < 0 ? '' : l.slice(i + 1);
+        if (value[0] === ' ') value = value.slice(1);
+        if (field === 'event') type = value;
+        else if (field === 'data') data.push(value);
+        else if (field === 'id' && !value.includes('\0')) lastId = value;
+        else if (field === 'retry' && /^\d+$/.test(value)) retry = Number(value);
+      };
+      for (;;) {
+        const {value, done} = await reader.read();
+        if (closed) { reader.cancel().catch(() => {}); return; }
+        buf += done ? dec.decode() : dec.decode(value, {stream: true});
+        // Lines end with \n, \r\n or \r; a \r at the end of the buffer may
+        // be half of a \r\n split across chunks.
+        for (;;) {
+          let i = from;
+          while (i < buf.length && buf[i] !== '\n' && buf[i] !== '\r') i++;
+          if (i >= buf.length || (buf[i] === '\r' && i === buf.length - 1 && !done)) { from = i; break; }
+          line(buf.slice(0, i));
+          buf = buf.slice(i + (buf[i] === '\r' && buf[i + 1] === '\n' ? 2 : 1));
+          from = 0;
+        }
+        if (done) return; // an unfinished event is dropped, as EventSource does
+      }
+    }
+
+    connect(true);
+    return {
+      close() {
+        closed = true;
+        if (timer) clearTimeout(timer);
+        if (ctl) ctl.abort();
+      },
+    };
   }
 
   // isImage: MNIST / Fashion-MNIST, 28x28 pixels plus a bias feature.
@@ -222,6 +397,7 @@
 
   root.hyfed = {
     sha256, hmacSha256, mac, hex, fingerprint, b64url, fromB64url, newSecret,
-    $, el, num, bytes, getJSON, isImage, drawWeights, drawPixels,
+    $, el, num, bytes, isImage, drawWeights, drawPixels,
+    fragment, request, getJSON, postJSON, deleteJSON, refusal, events,
   };
 })(typeof window !== 'undefined' ? window : globalThis);
