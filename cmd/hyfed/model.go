@@ -9,12 +9,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 
 	"github.com/hyfed/hyfed/shared/central"
 	"github.com/hyfed/hyfed/shared/dataset"
 	"github.com/hyfed/hyfed/shared/experiment"
 	"github.com/hyfed/hyfed/shared/model"
+	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/session"
 )
@@ -172,6 +174,14 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	if *partial {
+		if b, err := readBlockFile(df.data); err != nil || b != nil {
+			if err != nil {
+				return err
+			}
+			return printBlockPartial(stdout, m, *path, b, df.data)
+		}
+	}
 	d, err := df.load()
 	if err != nil {
 		return err
@@ -222,6 +232,50 @@ func printPartial(stdout io.Writer, m *model.Model, path string, d *dataset.Data
 		return err
 	}
 	return printJSON(stdout, map[string]any{"model": path, "data": d.Name, "samples": d.N(), "partial": true})
+}
+
+// readBlockFile reads path as a hyfed block file (hyfed partition's, with
+// the federation's feature numbers) if it is one; nil if it is not.
+func readBlockFile(path string) (*partition.Block, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil // a built-in name, or missing: the data loader says
+	}
+	defer f.Close()
+	head := make([]byte, len(blockPrefix))
+	if n, _ := io.ReadFull(f, head); n < len(head) || string(head) != blockPrefix {
+		return nil, nil
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return partition.ReadBlock(f, path)
+}
+
+// blockPrefix starts every hyfed block file.
+const blockPrefix = "# hyfed-block"
+
+// printBlockPartial prints the partial scores of a block's samples: w on
+// the block's features (its header names them in the federation's
+// numbering).
+func printBlockPartial(stdout io.Writer, m *model.Model, path string, b *partition.Block, name string) error {
+	if b.NumFeatures != m.NumFeatures {
+		return fmt.Errorf("%s:1: a block of a federation of %d features, but model %s has %d (nr_feature)", name, b.NumFeatures, path, m.NumFeatures)
+	}
+	local := &model.Model{Solver: m.Solver, NumFeatures: len(b.Features), Bias: -1}
+	for _, j := range b.Features {
+		local.W = append(local.W, m.W[j])
+	}
+	bw := bufio.NewWriter(stdout)
+	fmt.Fprintln(bw, "# id\tpartial_score")
+	for i, id := range b.IDs {
+		idx, val := b.X.Row(i)
+		fmt.Fprintf(bw, "%s\t%s\n", id, strconv.FormatFloat(local.Score(idx, val), 'g', -1, 64))
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return printJSON(stdout, map[string]any{"model": path, "data": name, "samples": b.N(), "features": len(b.Features), "partial": true})
 }
 
 func sign(v float64) string {

@@ -312,6 +312,21 @@ func TestPredictPartial(t *testing.T) {
 	if len(files) != 3 {
 		t.Fatalf("blocks %v", files)
 	}
+	// One block as CSV too: its shares are the LIBSVM one's.
+	csvDir := filepath.Join(dir, "csv")
+	if _, errOut, code := runCLI(t, "partition", "--data", data, "--partition", "vertical:3", "--out", csvDir, "--format", "csv"); code != 0 {
+		t.Fatal(errOut)
+	}
+	csvFiles, _ := filepath.Glob(filepath.Join(csvDir, "*"))
+	if len(csvFiles) != 3 {
+		t.Fatalf("csv blocks %v", csvFiles)
+	}
+	_, fromLIBSVM := runJSON(t, "predict", "--model", path, "--data", files[1], "--partial")
+	_, fromCSV := runJSON(t, "predict", "--model", path, "--data", csvFiles[1], "--partial")
+	strip := func(out string) string { return out[:strings.LastIndex(strings.TrimSpace(out), "\n")] }
+	if strip(fromLIBSVM) != strip(fromCSV) {
+		t.Fatalf("partial scores of block 1: LIBSVM\n%s\nCSV\n%s", fromLIBSVM, fromCSV)
+	}
 	sum := map[string]float64{}
 	for _, f := range files {
 		p, out := runJSON(t, "predict", "--model", path, "--data", f, "--partial")
