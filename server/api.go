@@ -34,7 +34,8 @@ import (
 //	GET    /api/federations/:id/demo-blocks  a demo federation's blocks ([]DemoBlock; invite or admin)
 //	GET    /api/federations/:id/demo-blocks/:k  demo block k as a LIBSVM block file (invite or admin)
 //	POST   /api/federations/:id/fill         a demo's free seats to simulated participants (admin)
-//	GET    /api/federations/:id/model        the model w: {round, num_features, w} (member)
+//	GET    /api/federations/:id/model        the model w: {round, num_features, w, model_round, best, ...} (member);
+//	                                          ?format=liblinear: LIBLINEAR's model file, ?format=json: its sidecar (downloads)
 //	GET    /api/federations/:id/server-view  what the server holds; a participant's own values only for its session or admin
 //	GET    /api/federations/:id/attack       the curious server's progress per participant (member; Options.Curious)
 //	GET    /api/federations/:id/attack/rows  ?from=&count=: the reconstruction of the token holder's rows (session; admin: &participant=k)

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hyfed/hyfed/shared/model"
 	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/seal"
 	"golang.org/x/net/netutil"
@@ -83,6 +84,11 @@ type Options struct {
 	// Demo, if set, supplies demo federations' blocks and simulated
 	// participants (the dashboard's "fill the free seats").
 	Demo DemoData
+	// DemoModel describes the demo federations' data for their model's
+	// sidecar (data, partition, bias feature): the server never sees the
+	// data, but hyfed serve --demo chose it. Only Data, Partition,
+	// BiasFeature and BiasValue are read.
+	DemoModel *model.Info
 	// InsecureDemo admits federations that seal nothing (scheme
 	// "plaintext": the server can read dual values and inner products), to
 	// demonstrate what encryption prevents. Off by default: such a

@@ -1,11 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"net/http"
 	"sort"
 
+	"github.com/hyfed/hyfed/shared/model"
 	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/seal"
 	"github.com/labstack/echo/v4"
@@ -146,20 +148,102 @@ var alsoPlaintextSealedPrimal = []string{
 	"sample pseudonyms (keyed hashes of record ids), counts, feature indexes, timings",
 }
 
+// handleModel answers GET .../model: the ModelView, or with ?format=
+// liblinear the model as LIBLINEAR's model file and with ?format=json its
+// sidecar (shared/model), both as downloads. Any token of the federation
+// may take it: every member trained it.
 func (s *Server) handleModel(c echo.Context) error {
 	f, _, err := s.member(c, "the model")
 	if err != nil {
 		return err
 	}
-	var last bool
-	switch it := c.QueryParam("iterate"); it {
-	case "", "best":
-	case "last":
-		last = true
-	default:
-		return httpError(http.StatusBadRequest, "bad-field", "iterate %q: best (the default: the model handed out) or last", it)
+	format := c.QueryParam("format")
+	if format == "" {
+		var last bool
+		switch it := c.QueryParam("iterate"); it {
+		case "", "best":
+		case "last":
+			last = true
+		default:
+			return httpError(http.StatusBadRequest, "bad-field", "iterate %q: best (the default: the model handed out) or last", it)
+		}
+		return c.JSON(http.StatusOK, f.model(last))
 	}
-	return c.JSON(http.StatusOK, f.model(last))
+	if format != "liblinear" && format != "json" {
+		return httpError(http.StatusBadRequest, "bad-format", "format %q: want liblinear (LIBLINEAR's model file) or json (its sidecar), or none (the model view)", format)
+	}
+	m, info, err := f.modelFile()
+	if err != nil {
+		return err
+	}
+	name := fmt.Sprintf("hyfed-%s-round%d.model", f.meta.ID, info.ModelRound)
+	var body []byte
+	if format == "liblinear" {
+		var buf bytes.Buffer
+		if err := model.WriteLIBLINEAR(&buf, m); err != nil {
+			return fmt.Errorf("model of federation %s: %w", f.meta.ID, err)
+		}
+		body = buf.Bytes()
+	} else {
+		name = model.SidecarPath(name)
+		if body, err = info.Marshal(); err != nil {
+			return fmt.Errorf("model of federation %s: %w", f.meta.ID, err)
+		}
+	}
+	h := c.Response().Header()
+	h.Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
+	h.Set("Cache-Control", "no-store") // the model moves while training runs
+	ctype := "text/plain; charset=utf-8"
+	if format == "json" {
+		ctype = "application/json"
+	}
+	return c.Blob(http.StatusOK, ctype, body)
+}
+
+// modelFile returns the model the federation hands out (Coordinator.Model)
+// as a model file and its sidecar: the settings the server knows (not the
+// participants' data) and the metrics of the model's round.
+func (f *federation) modelFile() (*model.Model, *model.Info, error) {
+	// A demo federation of this process trained on the data hyfed serve
+	// --demo chose (asked before the federation lock: the seats have
+	// their own).
+	demo := f.srv.opt.DemoModel
+	if demo != nil && !(f.meta.Demo && f.srv.opt.Demo != nil && f.srv.opt.Demo.Blocks(f.meta.ID) != nil) {
+		demo = nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.coord.Started() {
+		return nil, nil, httpError(http.StatusConflict, "no-model", "federation %s has no model yet: training has not started", f.meta.ID)
+	}
+	it := f.coord.Model()
+	cfg := f.coord.Config()
+	m, err := model.New(cfg.Loss, it.W)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model of federation %s: %w", f.meta.ID, err)
+	}
+	info := &model.Info{Source: "federation", Algorithm: f.meta.Algo, Scheme: f.meta.Scheme, Step: cfg.Step,
+		Loss: cfg.Loss, Lambda: cfg.Lambda, Fraction: cfg.Fraction, Inner: cfg.Inner, Clients: cfg.Clients,
+		Rounds: cfg.Rounds, ModelRound: it.Round, Best: it.Best, NumFeatures: len(it.W),
+		Metrics: model.Metrics{Primal: model.Num(it.Primal), HeldoutAccuracy: model.Num(it.HeldAcc), TrainAccuracy: model.Num(it.TrainAcc)}}
+	if cfg.Baseline() {
+		info.Step = ""
+	}
+	if demo != nil {
+		info.Data, info.Partition, info.BiasFeature, info.BiasValue = demo.Data, demo.Partition, demo.BiasFeature, demo.BiasValue
+	}
+	for _, r := range f.coord.History() {
+		if r.Round == it.Round && it.Best {
+			info.Metrics.Dual = model.Num(r.Dual)
+		}
+	}
+	if p := f.meta.PStar; p > 0 {
+		info.Metrics.PStar = model.Num(p)
+		if !math.IsNaN(it.Primal) {
+			info.Metrics.RelativeLoss = model.Num((it.Primal - p) / p)
+		}
+	}
+	return m, info, nil
 }
 
 func (s *Server) handleServerView(c echo.Context) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/hyfed/hyfed/shared/experiment"
 	"github.com/hyfed/hyfed/shared/loss"
 	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/protocol"
 )
 
 type dataFlags struct {
@@ -60,6 +61,7 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.BoolVar(&o.SealPrimal, "seal-primal", false, "seal the primal contributions too (hat_w_k and its changes): the server sees only their sum")
 	fs.BoolVar(&o.Plaintext, "plaintext", false, "seal nothing: dual values and inner products travel in plaintext (for comparison; the default encrypts with BGV)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	modelPath := fs.String("model", "", modelUsage)
 	var bf baselineFlags
 	bf.register(fs)
 	if err := parse(fs, args); err != nil {
@@ -70,11 +72,26 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 		o.Progress = stderr
 	}
 	if bf.algo != "hyfdca" {
+		if *modelPath != "" {
+			// The in-process baselines keep no handed-out iterate; their
+			// federations on a server do (GET .../model).
+			return fmt.Errorf("--model: not with --algo %s in process; run it as a federation (hyfed create --algo %s) and fetch the model with hyfed sim/join --model", bf.algo, bf.algo)
+		}
 		return runBaselineExperiment(ctx, o, bf, stdout, stderr)
 	}
-	s, err := experiment.Run(ctx, o)
+	p, err := experiment.Prepare(o)
 	if err != nil {
 		return err
+	}
+	var hist []protocol.RoundMetrics
+	s, err := experiment.RunPreparedWithHistory(ctx, p, o, &hist)
+	if err != nil {
+		return err
+	}
+	if *modelPath != "" {
+		if err := writeModel(*modelPath, s.Loss, s.Model.W, experimentInfo(s, o, p.Data, hist), stderr); err != nil {
+			return err
+		}
 	}
 	return printJSON(stdout, s)
 }
@@ -89,6 +106,7 @@ func runCentral(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	epochs := fs.Int("max-epochs", 3000, "stop after this many passes")
 	seed := fs.Uint64("seed", 1, "seed of the sample order")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	modelPath := fs.String("model", "", modelUsage)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -111,6 +129,11 @@ func runCentral(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	r, err := central.Solve(ctx, d, cfg)
 	if err != nil {
 		return err
+	}
+	if *modelPath != "" {
+		if err := writeModel(*modelPath, l.Name(), r.W, centralInfo(r, d, df.data, df.positive, *seed), stderr); err != nil {
+			return err
+		}
 	}
 	return printJSON(stdout, r)
 }

@@ -7,11 +7,15 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hyfed/hyfed/server"
+	"github.com/hyfed/hyfed/shared/dataset"
+	"github.com/hyfed/hyfed/shared/model"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/session"
 )
@@ -131,6 +135,46 @@ func TestDemoBlocksAndFill(t *testing.T) {
 	json.Unmarshal(get(""), &st)
 	if st.State != "finished" || st.Round != 6 || len(st.Participants) != 4 {
 		t.Fatalf("status: %s, round %d, %d participants", st.State, st.Round, len(st.Participants))
+	}
+	// The model, as a join page downloads it with its invite: hyfed
+	// predict on the demo data's held-out part gives the held-out accuracy
+	// the dashboard shows for it (issue 17's criterion, without a browser).
+	dir := t.TempDir()
+	path := filepath.Join(dir, "demo.model")
+	for _, f := range []struct{ format, file string }{{"liblinear", path}, {"json", path + ".json"}} {
+		req, _ := http.NewRequest("GET", api+"/model?format="+f.format, nil)
+		req.Header.Set("Authorization", "Bearer "+l.Invite)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("model %s: %s %s", f.format, resp.Status, b)
+		}
+		os.WriteFile(f.file, b, 0o644)
+	}
+	_, info, err := model.ReadFiles(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Data != "mnist" || info.Partition != "quadrants:1" || info.BiasFeature != 785 || info.BiasValue != dataset.Bias ||
+		st.Model == nil || info.ModelRound != st.Model.Round {
+		t.Fatalf("demo model sidecar %+v, status model %+v", info, st.Model)
+	}
+	var pout, perr bytes.Buffer
+	if code := run(ctx, []string{"predict", "--model", path, "--data", "mnist"}, &pout, &perr); code != 0 {
+		t.Fatalf("predict: %s", perr.String())
+	}
+	var pred struct {
+		Heldout float64 `json:"heldout_accuracy"`
+	}
+	if err := json.Unmarshal(pout.Bytes(), &pred); err != nil {
+		t.Fatal(err)
+	}
+	if d := pred.Heldout - float64(st.Model.HeldoutAccuracy); !(d <= 1e-9 && d >= -1e-9) {
+		t.Fatalf("predict: held-out accuracy %v, the dashboard's %v", pred.Heldout, st.Model.HeldoutAccuracy)
 	}
 	// No seats are left, and a second fill says so.
 	resp = post(admin)

@@ -9,6 +9,8 @@
 //	hyfed create      create a federation on a server, print its join link
 //	hyfed join        take part with one block file
 //	hyfed sim         run many native participants against a federation
+//	hyfed predict     score a data set with a model file
+//	hyfed data        fetch the built-in data sets; export one as LIBSVM
 package main
 
 import (
@@ -40,6 +42,8 @@ var commands = []command{
 	{"bench-net", "time rounds with many participants on loopback websockets (server in a child process)", runBenchNet},
 	{"bench-abuse", "flood a hyfed serve (child process) with creations and unauthenticated hellos; print its memory", runBenchAbuse},
 	{"compare", "HyFDCA against FedAvg, HyFEM and FedHybrid on the paper's grid, tuned; Markdown table and SVG plots", runCompare},
+	{"predict", "score a data set with a model file (LIBLINEAR's format, as --model writes it); print its accuracy", runPredict},
+	{"data", "fetch the built-in data sets for an installed hyfed (data fetch mnist); export one as LIBSVM (data export)", runData},
 }
 
 func usage(w io.Writer) {

@@ -23,6 +23,7 @@ import (
 	"github.com/hyfed/hyfed/shared/central"
 	"github.com/hyfed/hyfed/shared/experiment"
 	"github.com/hyfed/hyfed/shared/loss"
+	"github.com/hyfed/hyfed/shared/model"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/secret"
@@ -157,6 +158,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		seats = session.NewSeats(ctx, log)
 		opt.Demo = seats
+		opt.DemoModel = &model.Info{Data: demoData.Data.Name, Partition: *demoPart}
+		opt.DemoModel.BiasFeature, opt.DemoModel.BiasValue = biasOf(demoData.Data)
 		// The demo's optimum, so that the pages plot the relative loss
 		// (a few seconds on 2 cores).
 		fmt.Fprintf(stderr, "demo: computing P* (hyfed central) for the dashboard\n")
@@ -356,6 +359,7 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	data := fs.String("data", "", "this participant's block file (LIBSVM or CSV block, as hyfed partition writes)")
 	retry := fs.Duration("retry-for", 2*time.Minute, "keep trying to reach the server this long before giving up")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	modelPath := fs.String("model", "", modelUsage+" (fetched from the server when training ends)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -395,6 +399,15 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if *modelPath != "" {
+		m, info, err := fetchModel(ctx, l, l.Invite)
+		if err != nil {
+			return fmt.Errorf("--model: %w", err)
+		}
+		if err := writeModel(*modelPath, info.Loss, m.W, info, stderr); err != nil {
+			return err
+		}
+	}
 	return printJSON(stdout, map[string]any{"name": res.Name, "rounds": res.Rounds, "reconnects": res.Reconnects,
 		"bytes_sent": res.BytesSent, "bytes_received": res.BytesRecv})
 }
@@ -426,6 +439,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	lossName := fs.String("loss", "hinge", "loss of P* when computed")
 	retry := fs.Duration("retry-for", 2*time.Minute, "each participant keeps trying to reach the server this long")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	modelPath := fs.String("model", "", modelUsage+" (fetched from the server when training ends)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -507,5 +521,21 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		hist = append(hist, r)
 	}
 	s.Finish(hist[len(hist)-1], time.Since(start).Seconds())
+	if *modelPath != "" {
+		m, info, err := fetchModel(ctx, l, l.Invite)
+		if err != nil {
+			return fmt.Errorf("--model: %w", err)
+		}
+		// What the participants' side knows and the server does not.
+		info.Data, info.Positive, info.Partition = p.Data.Name, df.positive, *spec
+		info.BiasFeature, info.BiasValue = biasOf(p.Data)
+		if info.Metrics.PStar == nil && info.Metrics.Primal != nil {
+			info.Metrics.PStar = model.Num(s.PStar)
+			info.Metrics.RelativeLoss = model.Num((*info.Metrics.Primal - s.PStar) / s.PStar)
+		}
+		if err := writeModel(*modelPath, info.Loss, m.W, info, stderr); err != nil {
+			return err
+		}
+	}
 	return printJSON(stdout, s)
 }

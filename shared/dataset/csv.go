@@ -67,6 +67,7 @@ func ReadCSV(r io.Reader, name string, opt Options) (*Dataset, error) {
 	}
 	var data, raw []float64
 	var ids []string
+	var lines []int
 	var held []bool
 	idLine := map[string]int{}
 	for row := 1; ; row++ {
@@ -103,6 +104,7 @@ func ReadCSV(r io.Reader, name string, opt Options) (*Dataset, error) {
 		}
 		idLine[id] = line(0)
 		ids = append(ids, id)
+		lines = append(lines, line(0))
 		if heldCol >= 0 {
 			switch strings.ToLower(strings.TrimSpace(rec[heldCol])) {
 			case "1", "true":
@@ -132,7 +134,7 @@ func ReadCSV(r io.Reader, name string, opt Options) (*Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	d := &Dataset{Name: name, X: x, Y: y, IDs: ids}
+	d := &Dataset{Name: name, X: x, Y: y, IDs: ids, Lines: lines}
 	if heldCol >= 0 {
 		d.Heldout = held
 	} else {

@@ -11,6 +11,10 @@ type Dataset struct {
 	Y       []float64 // +1 or -1
 	IDs     []string
 	Heldout []bool // true for samples kept out of training (evaluation only)
+	// Lines is each sample's 1-based line in the file it was read from, so
+	// that later checks (a model's feature count) can name it; nil for
+	// built-in data.
+	Lines []int
 	// Image is set for image data: Width*Height pixel features first, in
 	// row-major order, then Extra features (the bias).
 	Image *ImageShape
@@ -50,6 +54,9 @@ func (d *Dataset) Validate() error {
 	n := d.X.Rows
 	if len(d.Y) != n || len(d.IDs) != n || len(d.Heldout) != n {
 		return fmt.Errorf("dataset %s: %d rows, %d labels, %d ids, %d held-out flags", d.Name, n, len(d.Y), len(d.IDs), len(d.Heldout))
+	}
+	if d.Lines != nil && len(d.Lines) != n {
+		return fmt.Errorf("dataset %s: %d rows, %d line numbers", d.Name, n, len(d.Lines))
 	}
 	seen := make(map[string]int, n)
 	for i, y := range d.Y {

@@ -29,6 +29,7 @@ func ReadLIBSVM(r io.Reader, name string, opt Options) (*Dataset, error) {
 	x := NewSparseBuilder(0)
 	var raw []float64
 	var ids []string
+	var lines []int
 	idLine := map[string]int{}
 	maxCol := int32(-1)
 	var idx []int32
@@ -88,6 +89,7 @@ func ReadLIBSVM(r io.Reader, name string, opt Options) (*Dataset, error) {
 			x.AppendRow(idx, val)
 			raw = append(raw, y)
 			ids = append(ids, id)
+			lines = append(lines, lineNo)
 		}
 		if rerr != nil {
 			break
@@ -107,7 +109,7 @@ func ReadLIBSVM(r io.Reader, name string, opt Options) (*Dataset, error) {
 	if x, err = withStorage(x, opt); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	d := &Dataset{Name: name, X: x, Y: y, IDs: ids}
+	d := &Dataset{Name: name, X: x, Y: y, IDs: ids, Lines: lines}
 	applyHoldout(d, opt.Holdout)
 	if err := d.Validate(); err != nil {
 		return nil, err

@@ -103,6 +103,10 @@ type Summary struct {
 	// then (1: no jump; the handed-out model's is 1 by construction).
 	Swing Float `json:"swing_last_tenth"`
 
+	// Model is the handed-out iterate itself, w included (for --model);
+	// its round and metrics are the best_* fields. Unset by sim.
+	Model protocol.Iterate `json:"-"`
+
 	rels []float64 // every round's relative loss, for Swing
 }
 
@@ -303,6 +307,7 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 		*hist = h
 	}
 	s.Finish(h[len(h)-1], time.Since(start).Seconds())
+	s.Model = coord.Model()
 	return s, nil
 }
 

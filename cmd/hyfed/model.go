@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+
+	"github.com/hyfed/hyfed/shared/central"
+	"github.com/hyfed/hyfed/shared/dataset"
+	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/model"
+	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/session"
+)
+
+// modelUsage is the --model flag's help, the same on every command.
+const modelUsage = "write the model to FILE as LIBLINEAR's model file (liblinear-predict reads it; hyfed predict too) and its settings and metrics to FILE.json; a federation's model is the round with the lowest primal"
+
+// biasOf returns the 1-based feature that holds hyfed's constant bias and
+// its value, or 0: the built-in images end with it (dataset.Bias).
+func biasOf(d *dataset.Dataset) (int, float64) {
+	if d.Image != nil && d.Image.Extra == 1 {
+		return d.M(), dataset.Bias
+	}
+	return 0, 0
+}
+
+// writeModel writes a model file and its sidecar and says so on stderr.
+func writeModel(path, lossName string, w []float64, info *model.Info, stderr io.Writer) error {
+	m, err := model.New(lossName, w)
+	if err != nil {
+		return fmt.Errorf("--model: %w", err)
+	}
+	info.NumFeatures = m.NumFeatures
+	if err := model.WriteFiles(path, m, info); err != nil {
+		return fmt.Errorf("--model: %w", err)
+	}
+	what := "the last iterate"
+	if info.Best {
+		what = "the iterate with the lowest primal"
+	}
+	fmt.Fprintf(stderr, "model: %s (round %d, %s) and %s\n", path, info.ModelRound, what, model.SidecarPath(path))
+	return nil
+}
+
+// experimentInfo is the sidecar of hyfed experiment's model (hist: the
+// run's rounds, for the dual of the model's round).
+func experimentInfo(s *experiment.Summary, o experiment.Options, d *dataset.Dataset, hist []protocol.RoundMetrics) *model.Info {
+	it := s.Model
+	info := &model.Info{Source: "experiment", Algorithm: protocol.AlgoHyFDCA, Data: s.Data, Positive: o.Positive, Partition: s.Partition,
+		Clients: s.Clients, Scheme: s.Scheme, Step: s.Step, Loss: s.Loss, Lambda: s.Lambda, Fraction: s.Fraction,
+		Inner: s.Inner, Seed: o.Seed, Rounds: s.Rounds, ModelRound: it.Round, Best: it.Best,
+		Metrics: model.Metrics{Primal: model.Num(it.Primal), HeldoutAccuracy: model.Num(it.HeldAcc),
+			TrainAccuracy: model.Num(it.TrainAcc), PStar: model.Num(s.PStar)}}
+	info.BiasFeature, info.BiasValue = biasOf(d)
+	if it.Best {
+		info.Metrics.RelativeLoss = model.Num(float64(s.BestRelativeLoss))
+	}
+	for _, r := range hist {
+		if r.Round == it.Round && it.Best {
+			info.Metrics.Dual = model.Num(r.Dual) // the dual values of the model's round
+		}
+	}
+	return info
+}
+
+// centralInfo is the sidecar of hyfed central's model.
+func centralInfo(r *central.Result, d *dataset.Dataset, data, positive string, seed uint64) *model.Info {
+	info := &model.Info{Source: "central", Algorithm: "sdca", Data: data, Positive: positive, Loss: r.LossFunction,
+		Lambda: r.Lambda, Seed: int64(seed), Rounds: r.Epochs, ModelRound: r.Epochs,
+		Metrics: model.Metrics{Primal: model.Num(r.Primal), Dual: model.Num(r.Dual), TrainAccuracy: model.Num(r.TrainAcc)}}
+	if r.NumHeldout > 0 {
+		info.Metrics.HeldoutAccuracy = model.Num(r.Accuracy)
+	}
+	info.BiasFeature, info.BiasValue = biasOf(d)
+	return info
+}
+
+// fetchModel downloads a federation's model file and sidecar
+// (GET .../model?format=liblinear and ?format=json) with a token of it.
+func fetchModel(ctx context.Context, l session.Link, token string) (*model.Model, *model.Info, error) {
+	get := func(format string) ([]byte, error) {
+		u := l.Base + "/api/federations/" + url.PathEscape(l.ID) + "/model?format=" + format
+		req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %s %s", req.URL.Path, resp.Status, b)
+		}
+		return b, nil
+	}
+	text, err := get("liblinear")
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := model.ReadLIBLINEAR(bytes.NewReader(text), "the server's model")
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := get("json")
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := model.ParseInfo(js)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the server's model sidecar: %w", err)
+	}
+	return m, info, nil
+}
+
+// predictHelp is hyfed predict's help: what a participant can predict
+// with the model alone, and what needs the others.
+const predictHelp = `usage: hyfed predict --model FILE --data FILE|NAME [--scores]
+
+Scores every sample of the data with the model (x.w; above 0 predicts +1,
+else -1, as LIBLINEAR's predict does) and prints, last, one JSON line:
+accuracy over all samples and over the held-out and training samples (the
+split the data has: built-in, a CSV "heldout" column, or --holdout). With
+--scores, first one line per sample: id, label, prediction, score, heldout.
+The data needs the features the model was trained with, hyfed's bias
+feature included (785:10 for the built-in images; FILE.json names it).
+
+Who can predict. w covers every feature, and every participant receives it.
+A party that holds all features of a new sample predicts alone. In hybrid
+and vertical data a party often holds only some features of a sample:
+w restricted to its features gives only a partial score, its share of x.w
+(--partial prints it for each sample of such a file, e.g. a block file).
+The full score is the sum of the shares of the sample's holders, which the
+federation's sealed inner products compute (each holder seals its share,
+the server adds them, the holders open the sum) without any holder showing
+its features; hyfed predict does not do that: adding the --partial outputs
+by hand shows each holder's share to whoever adds them.
+
+flags:
+`
+
+func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("predict", stderr)
+	var df dataFlags
+	df.register(fs, "")
+	path := fs.String("model", "", "the model: LIBLINEAR's model file (hyfed's --model, a server's download, or liblinear-train's two-class models); FILE.json is read too if present")
+	scores := fs.Bool("scores", false, "print id, label, prediction, score and held-out flag of every sample before the summary")
+	partial := fs.Bool("partial", false, "the data holds only some features of each sample (a participant's block in vertical or hybrid data): print each sample's partial score, its share of x.w over the features it holds, instead of predictions (the full score is the sum over the sample's holders)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), predictHelp)
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *path == "" {
+		return errors.New("--model: give the model file")
+	}
+	m, info, err := model.ReadFiles(*path)
+	if err != nil {
+		return err
+	}
+	if *partial {
+		if b, err := readBlockFile(df.data); err != nil || b != nil {
+			if err != nil {
+				return err
+			}
+			return printBlockPartial(stdout, m, *path, b, df.data)
+		}
+	}
+	d, err := df.load()
+	if err != nil {
+		return err
+	}
+	if *partial {
+		return printPartial(stdout, m, *path, d)
+	}
+	preds, r, err := model.Predict(m, info, *path, d)
+	if err != nil {
+		return err
+	}
+	if *scores {
+		bw := bufio.NewWriter(stdout)
+		fmt.Fprintln(bw, "# id\tlabel\tprediction\tscore\theldout")
+		for _, p := range preds {
+			fmt.Fprintf(bw, "%s\t%s\t%s\t%s\t%t\n", p.ID, sign(p.Label), sign(p.Predicted), strconv.FormatFloat(p.Score, 'g', -1, 64), p.Heldout)
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+	}
+	out := struct {
+		Model string `json:"model"`
+		Data  string `json:"data"`
+		model.Result
+		// ModelHeldout is the held-out accuracy the sidecar reports (the
+		// federation's, on its participants' held-out samples).
+		ModelHeldout *float64 `json:"model_heldout_accuracy,omitempty"`
+	}{Model: *path, Data: d.Name, Result: r}
+	if info != nil {
+		out.ModelHeldout = info.Metrics.HeldoutAccuracy
+	}
+	return printJSON(stdout, out)
+}
+
+// printPartial prints each sample's partial score and a summary line.
+func printPartial(stdout io.Writer, m *model.Model, path string, d *dataset.Dataset) error {
+	z, err := model.PartialScores(m, path, d)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(stdout)
+	fmt.Fprintln(bw, "# id\tpartial_score")
+	for i, v := range z {
+		fmt.Fprintf(bw, "%s\t%s\n", d.IDs[i], strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return printJSON(stdout, map[string]any{"model": path, "data": d.Name, "samples": d.N(), "partial": true})
+}
+
+// readBlockFile reads path as a hyfed block file (hyfed partition's, with
+// the federation's feature numbers) if it is one; nil if it is not.
+func readBlockFile(path string) (*partition.Block, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil // a built-in name, or missing: the data loader says
+	}
+	defer f.Close()
+	head := make([]byte, len(blockPrefix))
+	if n, _ := io.ReadFull(f, head); n < len(head) || string(head) != blockPrefix {
+		return nil, nil
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return partition.ReadBlock(f, path)
+}
+
+// blockPrefix starts every hyfed block file.
+const blockPrefix = "# hyfed-block"
+
+// printBlockPartial prints the partial scores of a block's samples: w on
+// the block's features (its header names them in the federation's
+// numbering).
+func printBlockPartial(stdout io.Writer, m *model.Model, path string, b *partition.Block, name string) error {
+	if b.NumFeatures != m.NumFeatures {
+		return fmt.Errorf("%s:1: a block of a federation of %d features, but model %s has %d (nr_feature)", name, b.NumFeatures, path, m.NumFeatures)
+	}
+	local := &model.Model{Solver: m.Solver, NumFeatures: len(b.Features), Bias: -1}
+	for _, j := range b.Features {
+		local.W = append(local.W, m.W[j])
+	}
+	bw := bufio.NewWriter(stdout)
+	fmt.Fprintln(bw, "# id\tpartial_score")
+	for i, id := range b.IDs {
+		idx, val := b.X.Row(i)
+		fmt.Fprintf(bw, "%s\t%s\n", id, strconv.FormatFloat(local.Score(idx, val), 'g', -1, 64))
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return printJSON(stdout, map[string]any{"model": path, "data": name, "samples": b.N(), "features": len(b.Features), "partial": true})
+}
+
+func sign(v float64) string {
+	if v > 0 {
+		return "1"
+	}
+	return "-1"
+}
