@@ -25,6 +25,7 @@ type flaky struct {
 	started bool
 	rng     *rand.Rand
 	drops   *atomic.Int64
+	calm    *atomic.Bool // no more drops
 }
 
 func (f *flaky) Read(ctx context.Context) ([]byte, error) {
@@ -42,7 +43,7 @@ func (f *flaky) Read(ctx context.Context) ([]byte, error) {
 	if f.id%1000 > 1 || f.n > 2 {
 		f.started = true
 	}
-	if f.rng.Float64() < 1.0/40 && f.started {
+	if f.rng.Float64() < 1.0/40 && f.started && !f.calm.Load() {
 		f.drops.Add(1)
 		f.Conn.Close()
 		return nil, context.Canceled
@@ -72,11 +73,24 @@ func TestTenthDropEveryRound(t *testing.T) {
 	l, fed := ts.create(t, CreateRequest{Lambda: lambda, Rounds: 400, IIC: 0.3, Seed: 9, MinParticipants: len(p.Blocks),
 		RoundTimeout: Duration(10 * time.Second)}, sec, "bgv")
 	var drops atomic.Int64
+	var calm atomic.Bool
 	var mu sync.Mutex
 	next := map[int]int{}
 	base := dialer()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// The drops stop for the last rounds: a round with a participant away
+	// reports no dual (its share of w.w(a) is missing: NaN, never a wrong
+	// certificate), so the gap is read once everyone is back.
+	go func() {
+		for ctx.Err() == nil && !calm.Load() {
+			time.Sleep(100 * time.Millisecond)
+			f := ts.Server.federation(fed.ID)
+			f.mu.Lock()
+			calm.Store(f.coord.Round() >= 360)
+			f.mu.Unlock()
+		}
+	}()
 	blocks := blockPtrs(p.Blocks)
 	var wg sync.WaitGroup
 	errs := make([]error, len(blocks))
@@ -92,7 +106,7 @@ func TestTenthDropEveryRound(t *testing.T) {
 			next[i]++
 			n := next[i]
 			mu.Unlock()
-			return &flaky{Conn: c, id: i*1000 + n, drops: &drops}, nil
+			return &flaky{Conn: c, id: i*1000 + n, drops: &drops, calm: &calm}, nil
 		}
 		wg.Add(1)
 		go func() {
@@ -112,8 +126,8 @@ func TestTenthDropEveryRound(t *testing.T) {
 	if st.State != "finished" || len(st.History) != 401 {
 		t.Fatalf("state %s after %d rounds", st.State, len(st.History))
 	}
-	if d := drops.Load(); d < 400*20/10*8/10 { // at least 8% a round
-		t.Fatalf("only %d drops in 400 rounds of 20 participants", d)
+	if d := drops.Load(); d < 360*20/10*8/10 { // at least 8% a round
+		t.Fatalf("only %d drops in 360 rounds of 20 participants", d)
 	}
 	prev, partial := math.Inf(-1), 0
 	for _, r := range st.History {
@@ -123,6 +137,9 @@ func TestTenthDropEveryRound(t *testing.T) {
 		d := float64(r.Dual)
 		if math.IsNaN(d) {
 			continue
+		}
+		if r.Partial {
+			t.Fatalf("round %d had a participant away and reports a dual %v: its share is missing", r.Round, d)
 		}
 		// A return recomputes w from fresh primal contributions: the
 		// dual moves by rounding then (1e-11 seen), never by more.
