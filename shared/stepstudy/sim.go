@@ -1,0 +1,271 @@
+package stepstudy
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// Config is one simulated run.
+type Config struct {
+	Fraction float64 // each client is active with this probability per round
+	Rounds   int
+	Seed     uint64
+	// IIC sets H = ceil(IIC * N / clients) picks per group, as the product.
+	IIC float64
+	// Method is a core step and options joined by '+':
+	//   base    parallel SDCA steps against the round's w (no Gram)
+	//   bx      block QP with the summed partial Grams (exact only for
+	//           feature blocks), CoCoA+ sigma' = updating groups
+	//   safe    block QP with kappa x summed partial Grams, kappa = 1 for
+	//           feature blocks and the number of holders for dealt
+	//           non-zeros (a safe upper bound of the true Gram)
+	//   oracle  block QP with the true Gram of the picks, whoever holds
+	//           the entries (not computable by the holders for dealt
+	//           non-zeros: an upper reference)
+	//   bp      safe, with the public bias feature's part of the Gram
+	//           taken out and coupled across groups exactly by a price
+	//           the server finds (a scalar root search)
+	// options:
+	//   sh      pick the H samples among optimality violators
+	//   ls      exact dual line search along the combined direction
+	//   pp      primal-priced step (the product's rule: smallest primal
+	//           among candidates keeping half the best dual gain)
+	//   pb      the public bias feature's part of the Gram entered
+	//           exactly (its value is public: c^2 for every pair), the
+	//           rest from the partial Grams (times kappa for safe)
+	//   cgN     N extra projected-gradient iterations on each group's QP
+	//           with exact Gram-vector products (2 trips each)
+	Method string
+	// Trace, if set, is called after every round.
+	Trace func(r int, primalRel, dualRel float64)
+}
+
+// Result summarises a run.
+type Result struct {
+	First     [3]int     // first round with relative loss <= 1e-1, 1e-2, 1e-3 (0: never)
+	At        [3]float64 // relative loss after 100, 300, 1000 rounds (NaN: run shorter)
+	Last      float64
+	Best      float64
+	TailMax   float64 // max relative loss over the last tenth of rounds
+	TailMin   float64
+	DualRel   float64 // (P* - D)/P* at the end
+	DualDecr  int     // rounds in which the dual fell (beyond 1e-12 relative)
+	Seconds   float64
+	H         int
+	Updates   int     // sample updates in all
+	TripsMean float64 // extra sequential trips per round beyond today's
+	Gamma     float64 // mean step size applied
+}
+
+type method struct {
+	core            string
+	sh, ls, pp, pb  bool
+	cg              int
+	biasPriced      bool
+	safeBound       bool
+	needGram        bool
+	partialGramOnly bool
+	oracle          bool
+}
+
+func parseMethod(s string) (method, error) {
+	var m method
+	parts := strings.Split(s, "+")
+	m.core = parts[0]
+	switch m.core {
+	case "base":
+	case "bx":
+		m.needGram, m.partialGramOnly = true, true
+	case "safe":
+		m.needGram, m.safeBound = true, true
+	case "oracle":
+		m.needGram, m.oracle = true, true
+	case "bp":
+		m.needGram, m.safeBound, m.biasPriced = true, true, true
+	default:
+		return m, fmt.Errorf("method %q: unknown core %q", s, m.core)
+	}
+	for _, o := range parts[1:] {
+		switch {
+		case o == "sh":
+			m.sh = true
+		case o == "pb":
+			m.pb = true
+		case o == "ls":
+			m.ls = true
+		case o == "pp":
+			m.pp, m.ls = true, true
+		case strings.HasPrefix(o, "cg"):
+			if _, err := fmt.Sscanf(o, "cg%d", &m.cg); err != nil || m.cg < 1 {
+				return m, fmt.Errorf("method %q: bad %q", s, o)
+			}
+		default:
+			return m, fmt.Errorf("method %q: unknown option %q", s, o)
+		}
+	}
+	return m, nil
+}
+
+// sim is the state of a run.
+type sim struct {
+	p       *Problem
+	m       method
+	rng     *rand.Rand
+	alpha   []float64
+	w       []float64
+	z       []float64 // exact margins x_i.w (the groups' holders know their own)
+	lambdaN float64
+	h       int
+	buf     []float64
+	trips   int
+}
+
+// Run simulates cfg on p.
+func Run(p *Problem, cfg Config) (*Result, error) {
+	m, err := parseMethod(cfg.Method)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.IIC <= 0 {
+		cfg.IIC = 0.2
+	}
+	s := &sim{p: p, m: m, rng: rand.New(rand.NewPCG(cfg.Seed, 0x57e9)),
+		alpha: make([]float64, p.N), w: make([]float64, p.M), z: make([]float64, p.N),
+		lambdaN: p.Lambda * float64(p.N), buf: make([]float64, p.M)}
+	s.h = int(math.Ceil(cfg.IIC * float64(p.N) / float64(p.Clients)))
+	res := &Result{H: s.h, At: [3]float64{math.NaN(), math.NaN(), math.NaN()}, Best: math.Inf(1)}
+	start := time.Now()
+	dual := s.dual()
+	rels := make([]float64, 0, cfg.Rounds)
+	gsum := 0.0
+	for r := 1; r <= cfg.Rounds; r++ {
+		// Who takes part: a group updates when any of its holders is active;
+		// its inactive holders answer the cheap requests.
+		var upd []int
+		for g, gr := range p.Groups {
+			for _, h := range gr.holders {
+				_ = h
+				if cfg.Fraction >= 1 || s.rng.Float64() < cfg.Fraction {
+					upd = append(upd, g)
+					break
+				}
+			}
+		}
+		// (The loop above stops drawing at the first active holder: the
+		// group's participation probability is 1-(1-f)^Q either way.)
+		gamma := s.round(upd, res)
+		gsum += gamma
+		nd := s.dual()
+		if nd < dual-1e-12*math.Abs(dual) {
+			res.DualDecr++
+		}
+		dual = nd
+		pr := (s.primal() - p.PStar) / p.PStar
+		rels = append(rels, pr)
+		res.Best = math.Min(res.Best, pr)
+		for t, target := range []float64{1e-1, 1e-2, 1e-3} {
+			if res.First[t] == 0 && pr <= target {
+				res.First[t] = r
+			}
+		}
+		for t, at := range []int{100, 300, 1000} {
+			if r == at {
+				res.At[t] = pr
+			}
+		}
+		if cfg.Trace != nil {
+			cfg.Trace(r, pr, (p.PStar-dual)/p.PStar)
+		}
+	}
+	res.Seconds = time.Since(start).Seconds()
+	if n := len(rels); n > 0 {
+		res.Last = rels[n-1]
+		res.TailMax, res.TailMin = math.Inf(-1), math.Inf(1)
+		for _, v := range rels[n-max(1, n/10):] {
+			res.TailMax = math.Max(res.TailMax, v)
+			res.TailMin = math.Min(res.TailMin, v)
+		}
+		res.Gamma = gsum / float64(n)
+		res.TripsMean = float64(s.trips) / float64(n)
+	}
+	res.DualRel = (p.PStar - dual) / p.PStar
+	return res, nil
+}
+
+func (s *sim) dual() float64 {
+	c := 0.0
+	for i, a := range s.alpha {
+		c += s.p.Loss.Conj(a, s.p.Y[i])
+	}
+	return c/float64(s.p.N) - s.p.Lambda/2*sq(s.w)
+}
+
+// primal evaluates P at the current w from the exact margins.
+func (s *sim) primal() float64 { return s.p.primal(s.w, s.z) }
+
+func (p *Problem) primal(w, z []float64) float64 {
+	l := 0.0
+	for i := 0; i < p.N; i++ {
+		zi := 0.0
+		if z != nil {
+			zi = z[i]
+		} else {
+			zi = dotDense(p.Full[i], w)
+		}
+		l += p.Loss.Value(zi, p.Y[i])
+	}
+	return p.Lambda/2*sq(w) + l/float64(p.N)
+}
+
+func sq(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x * x
+	}
+	return s
+}
+
+// picks returns the positions (within the group) of the H samples the
+// group's holders pick this round. All holders draw the same (a shared
+// seed); violator picks use the margins every holder knows.
+func (s *sim) picks(g *group) []int {
+	n := len(g.samples)
+	cand := make([]int, 0, n)
+	if s.m.sh {
+		for r, i := range g.samples {
+			if s.violates(i) {
+				cand = append(cand, r)
+			}
+		}
+	} else {
+		for r := range g.samples {
+			cand = append(cand, r)
+		}
+	}
+	h := min(s.h, len(cand))
+	for k := 0; k < h; k++ {
+		j := k + s.rng.IntN(len(cand)-k)
+		cand[k], cand[j] = cand[j], cand[k]
+	}
+	return cand[:h]
+}
+
+// violates says whether sample i's dual coordinate is not optimal for the
+// current w (projected dual gradient beyond a small tolerance).
+func (s *sim) violates(i int) bool {
+	y := s.p.Y[i]
+	b := s.alpha[i] * y
+	yz := y * s.z[i]
+	if s.p.Loss.Name() == "hinge" {
+		g := yz - 1 // gradient of the minimised dual in b
+		const tol = 1e-6
+		return (g < -tol && b < 1) || (g > tol && b > 0)
+	}
+	if b <= 0 || b >= 1 {
+		return true
+	}
+	return math.Abs(math.Log((1-b)/b)-yz) > 1e-4
+}
