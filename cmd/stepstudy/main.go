@@ -24,15 +24,16 @@ func main() {
 	rounds := flag.Int("rounds", 1000, "rounds")
 	seed := flag.Uint64("seed", 1, "seed")
 	iic := flag.Float64("iic", 0.2, "H = ceil(iic * N / clients)")
+	sparse := flag.Bool("sparse", false, "store dense data sparse first (grid then deals the non-zeros)")
 	trace := flag.Int("trace", 0, "print the relative losses every this many rounds")
 	flag.Parse()
-	p, err := stepstudy.Load(*data, *part, *lossName, *lambda)
+	p, err := stepstudy.Load(*data, *part, *lossName, *lambda, *sparse)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	fmt.Printf("# %s %s f=%g lambda=%g %s: N=%d M=%d clients=%d groups=%d dealt=%v bias=%d P*=%.10g seqSDCA passes to 1e-1/1e-2/1e-3: %v\n",
-		p.Name, *part, *frac, *lambda, *lossName, p.N, p.M, p.Clients, len(p.Groups), p.Dealt, p.BiasFeature, p.PStar, p.CentralPasses)
+		p.Name+map[bool]string{true: " (sparse)"}[*sparse], *part, *frac, *lambda, *lossName, p.N, p.M, p.Clients, len(p.Groups), p.Dealt, p.BiasFeature, p.PStar, p.CentralPasses)
 	fmt.Printf("%-22s %5s %5s %5s %5s %8s %8s %8s %8s %8s %8s %8s %5s %6s %5s %6s\n",
 		"method", "H", "r1e-1", "r1e-2", "r1e-3", "P@100", "P@300", "P@1000", "last", "best", "tailmax", "tmax/bst", "Ddec", "trips", "gam", "sec")
 	for _, m := range strings.Split(*methods, ",") {

@@ -75,8 +75,10 @@ type Problem struct {
 }
 
 // Load reads the data, splits it and solves the central problem (cached in
-// the user cache directory, keyed by data, loss and lambda).
-func Load(data, part string, lossName string, lambda float64) (*Problem, error) {
+// the user cache directory, keyed by data, loss and lambda). With sparse
+// set, dense data is stored sparse first, so that grid:K,Q deals every
+// sample's non-zeros to the Q holders (the hardest case for Gram sums).
+func Load(data, part string, lossName string, lambda float64, sparse bool) (*Problem, error) {
 	l, err := loss.Parse(lossName)
 	if err != nil {
 		return nil, err
@@ -84,6 +86,16 @@ func Load(data, part string, lossName string, lambda float64) (*Problem, error) 
 	d, err := dataset.Load(data, dataset.Options{})
 	if err != nil {
 		return nil, err
+	}
+	if sparse && !d.X.IsSparse() {
+		m := dataset.NewSparseBuilder(d.M())
+		m.Indices, m.Values = []int32{}, []float64{}
+		for i := 0; i < d.N(); i++ {
+			_, val := d.X.Row(i)
+			r := sparseRow(nil, val, nil)
+			m.AppendRow(r.idx, r.val)
+		}
+		d.X = m
 	}
 	spec, err := partition.Parse(part)
 	if err != nil {

@@ -25,6 +25,10 @@ type Config struct {
 	//   oracle  block QP with the true Gram of the picks, whoever holds
 	//           the entries (not computable by the holders for dealt
 	//           non-zeros: an upper reference)
+	//   joint   one QP over all updating groups' picks with their true
+	//           joint Gram, cross-group terms included (no party can
+	//           compute it: the reference for what cross-group coupling
+	//           costs)
 	//   bp      safe, with the public bias feature's part of the Gram
 	//           taken out and coupled across groups exactly by a price
 	//           the server finds (a scalar root search)
@@ -36,6 +40,29 @@ type Config struct {
 	//   pb      the public bias feature's part of the Gram entered
 	//           exactly (its value is public: c^2 for every pair), the
 	//           rest from the partial Grams (times kappa for safe)
+	//   fam     besides its own direction, every group solves its model
+	//           without the bias part at six fixed bias prices (margin
+	//           shifts +-1e-3, 1e-2, 1e-1); the server combines all
+	//           groups' candidates by the exact K x 7 QP in their primal
+	//           directions (U^T U), non-negative weights summing to at
+	//           most 1 per group (a lower bound of the dual gain for
+	//           logistic, exact for hinge)
+	//   co      coarse correction across groups: every group adds a
+	//           "bias transfer" direction E (the solution of
+	//           A_pix E = 1 on its free picks: the cheapest way, in its
+	//           model, to move its bias mass); the server solves the
+	//           exact 2K-dim QP in the coefficients of the groups' own
+	//           directions (>= 0) and their E's (any sign) from U^T U,
+	//           every group clips the combination to its box, then the
+	//           line search (one more trip: the candidates' dw shares)
+	//   co2     a second, coarse stage after the step: every updated
+	//           group computes E = A_pix^-1 1 on its free picks (A_pix:
+	//           its model Gram without the public bias part) and the
+	//           interval of coefficients that keeps them in the box; the
+	//           server maximises the exact dual over the K coefficients
+	//           (a box QP from U_E^T U_E and per-group scalars) and
+	//           applies it: two more trips (the E's dw shares and scalars
+	//           up; x.u_E for the margins)
 	//   cgN     N extra projected-gradient iterations on each group's QP
 	//           with exact Gram-vector products (2 trips each)
 	Method string
@@ -63,12 +90,13 @@ type Result struct {
 type method struct {
 	core            string
 	sh, ls, pp, pb  bool
+	fam, co, co2    bool
 	cg              int
 	biasPriced      bool
 	safeBound       bool
 	needGram        bool
 	partialGramOnly bool
-	oracle          bool
+	oracle, joint   bool
 }
 
 func parseMethod(s string) (method, error) {
@@ -83,6 +111,8 @@ func parseMethod(s string) (method, error) {
 		m.needGram, m.safeBound = true, true
 	case "oracle":
 		m.needGram, m.oracle = true, true
+	case "joint":
+		m.needGram, m.oracle, m.joint = true, true, true
 	case "bp":
 		m.needGram, m.safeBound, m.biasPriced = true, true, true
 	default:
@@ -92,6 +122,12 @@ func parseMethod(s string) (method, error) {
 		switch {
 		case o == "sh":
 			m.sh = true
+		case o == "co2":
+			m.co2, m.pb = true, true
+		case o == "co":
+			m.co, m.pb = true, true
+		case o == "fam":
+			m.fam, m.pb = true, true
 		case o == "pb":
 			m.pb = true
 		case o == "ls":
@@ -121,6 +157,8 @@ type sim struct {
 	h       int
 	buf     []float64
 	trips   int
+	// model is the curvature factor the groups' solves used (cg option).
+	model func(*groupStep) float64
 }
 
 // Run simulates cfg on p.

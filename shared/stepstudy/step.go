@@ -13,6 +13,7 @@ type groupStep struct {
 	a     []float64 // model Gram (H x H, row-major), sigma not applied
 	d     []float64 // the group's direction (dual units)
 	kappa float64
+	corr  []float64 // per-pick margin corrections (cg option)
 }
 
 // round runs one round for the updating groups and returns the step size.
@@ -60,7 +61,24 @@ func (s *sim) round(upd []int, res *Result) float64 {
 		steps = append(steps, st)
 		res.Updates += len(st.idx)
 	}
+	if s.m.joint && len(steps) > 1 {
+		all := &groupStep{kappa: 1}
+		for _, st := range steps {
+			all.idx = append(all.idx, st.idx...)
+			all.zz = append(all.zz, st.zz...)
+		}
+		all.a = s.trueGram(all.idx)
+		all.d = make([]float64, len(all.idx))
+		s.solveQP(all, 1, 0, 300)
+		off := 0
+		for _, st := range steps {
+			copy(st.d, all.d[off:off+len(st.d)])
+			off += len(st.d)
+		}
+		steps = []*groupStep{all}
+	}
 	switch {
+	case s.m.joint:
 	case s.m.core == "base":
 		for _, st := range steps {
 			for k, i := range st.idx {
@@ -73,6 +91,14 @@ func (s *sim) round(upd []int, res *Result) float64 {
 		for _, st := range steps {
 			s.solveQP(st, ku*st.kappa, 0, 300)
 		}
+		s.model = func(st *groupStep) float64 { return ku * st.kappa }
+	}
+	if s.m.co && p.BiasFeature >= 0 {
+		s.coarse(steps)
+		s.trips++
+	}
+	if s.m.fam && p.BiasFeature >= 0 {
+		s.family(steps, ku)
 	}
 	if s.m.cg > 0 {
 		s.refine(steps, ku)
@@ -115,6 +141,10 @@ func (s *sim) round(upd []int, res *Result) float64 {
 	}
 	for i := range s.z {
 		s.z[i] += gamma * v[i]
+	}
+	if s.m.co2 && p.BiasFeature >= 0 && len(steps) > 1 {
+		s.coarseStage(steps)
+		s.trips += 2
 	}
 	return gamma
 }
@@ -178,6 +208,9 @@ func (s *sim) solveQP(st *groupStep, sigma, shift float64, passes int) {
 				q = 1e-12
 			}
 			zi := st.zz[x] + shift + sigma*ad[x]/s.lambdaN
+			if st.corr != nil {
+				zi += st.corr[x]
+			}
 			dl := p.Loss.Step(s.alpha[i]+st.d[x], p.Y[i], zi, q, s.lambdaN)
 			if dl == 0 {
 				continue
@@ -363,9 +396,52 @@ func (s *sim) primalAt(g float64, u, v []float64) float64 {
 	return p.Lambda/2*ww + l/float64(p.N)
 }
 
-// refine is a placeholder until the projected-gradient refinement is
-// measured; see docs/step-study.md.
-func (s *sim) refine(steps []*groupStep, ku float64) {}
+// refine runs s.m.cg majorise-minimise corrections on every group's model:
+// the exact Gram-vector product G d of the group's picks is a sum over its
+// holders (each sends its block's share of X^T d, the server adds them per
+// feature and returns v; each seals x_i.v for the picks, the group opens
+// the sums): two trips. The model is re-solved with its margins corrected
+// by sigma (G d - A d)/(lambda N), so that a fixed point solves the exact
+// group problem; with the safe bound A >= G every pass raises the exact
+// group objective.
+func (s *sim) refine(steps []*groupStep, ku float64) {
+	if s.model == nil {
+		return
+	}
+	p := s.p
+	v := make([]float64, p.M)
+	for it := 0; it < s.m.cg; it++ {
+		for _, st := range steps {
+			h := len(st.idx)
+			for j := range v {
+				v[j] = 0
+			}
+			for k, i := range st.idx {
+				if st.d[k] != 0 {
+					addTo(p.Full[i], st.d[k], v)
+				}
+			}
+			sm := s.model(st)
+			if st.corr == nil {
+				st.corr = make([]float64, h)
+			}
+			for x := 0; x < h; x++ {
+				ad := 0.0
+				row := st.a[x*h : (x+1)*h]
+				for y, a := range row {
+					ad += a * st.d[y]
+				}
+				gd := dotDense(p.Full[st.idx[x]], v)
+				st.corr[x] = (ku*gd - sm*ad) / s.lambdaN
+			}
+			s.solveQP(st, sm, 0, 300)
+		}
+		s.trips += 2
+	}
+	for _, st := range steps {
+		st.corr = nil
+	}
+}
 
 // trueGram is the Gram of the picks from their full rows (oracle).
 func (s *sim) trueGram(idx []int) []float64 {
