@@ -59,5 +59,9 @@ func main() {
 		fmt.Printf("%-22s %5d %5s %5s %5s %8.1e %8.1e %8.1e %8.1e %8.1e %8.1e %8.2f %5d %6.2f %5.2f %6.1f\n",
 			m, res.H, fr(res.First[0]), fr(res.First[1]), fr(res.First[2]), res.At[0], res.At[1], res.At[2],
 			res.Last, res.Best, res.TailMax, res.TailMax/res.Best, res.DualDecr, res.TripsMean, res.Gamma, res.Seconds)
+		a := res.Avg
+		fmt.Printf("%-22s %5s %5s %5s %5s %8.1e %8.1e %8.1e %8.1e %8.1e %8.1e %8.2f   (averaged model; dual gap at end %.1e; best-so-far model tail/best %.2f)\n",
+			"  avg", "", fr(a.First[0]), fr(a.First[1]), fr(a.First[2]), a.At[0], a.At[1], a.At[2],
+			a.Last, a.Best, a.TailMax, a.TailMax/a.Best, res.DualRel, res.BestTail/res.Best)
 	}
 }

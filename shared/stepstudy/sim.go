@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"time"
 )
@@ -34,6 +35,11 @@ type Config struct {
 	//           the server finds (a scalar root search)
 	// options:
 	//   sh      pick the H samples among optimality violators
+	//   gp      pick the H samples with the largest duality-gap terms
+	//           l(z_i) + l*(-a_i) + a_i z_i (every holder knows them: the
+	//           margins and dual values of its group)
+	//   gs      pick H samples at random with probability proportional to
+	//           their gap terms
 	//   ls      exact dual line search along the combined direction
 	//   pp      primal-priced step (the product's rule: smallest primal
 	//           among candidates keeping half the best dual gain)
@@ -72,12 +78,15 @@ type Config struct {
 
 // Result summarises a run.
 type Result struct {
-	First     [3]int     // first round with relative loss <= 1e-1, 1e-2, 1e-3 (0: never)
-	At        [3]float64 // relative loss after 100, 300, 1000 rounds (NaN: run shorter)
-	Last      float64
-	Best      float64
-	TailMax   float64 // max relative loss over the last tenth of rounds
-	TailMin   float64
+	First   [3]int     // first round with relative loss <= 1e-1, 1e-2, 1e-3 (0: never)
+	At      [3]float64 // relative loss after 100, 300, 1000 rounds (NaN: run shorter)
+	Last    float64
+	Best    float64
+	TailMax float64 // max relative loss over the last tenth of rounds
+	TailMin float64
+	// BestTail is the best-so-far model's relative loss at the start of
+	// the last tenth (its max over the tail; its min is Best).
+	BestTail  float64
 	DualRel   float64 // (P* - D)/P* at the end
 	DualDecr  int     // rounds in which the dual fell (beyond 1e-12 relative)
 	Seconds   float64
@@ -85,12 +94,22 @@ type Result struct {
 	Updates   int     // sample updates in all
 	TripsMean float64 // extra sequential trips per round beyond today's
 	Gamma     float64 // mean step size applied
+	// Avg is the same for the averaged model: w and the margins averaged
+	// over rounds with polynomial-decay weights (eta = 3), which the server
+	// (w) and the holders (their margins) can keep without communication.
+	Avg struct {
+		First            [3]int
+		At               [3]float64
+		Last, Best       float64
+		TailMax, TailMin float64
+	}
 }
 
 type method struct {
 	core            string
 	sh, ls, pp, pb  bool
 	fam, co, co2    bool
+	gp, gs          bool
 	cg              int
 	biasPriced      bool
 	safeBound       bool
@@ -122,6 +141,10 @@ func parseMethod(s string) (method, error) {
 		switch {
 		case o == "sh":
 			m.sh = true
+		case o == "gp":
+			m.gp = true
+		case o == "gs":
+			m.gs = true
 		case o == "co2":
 			m.co2, m.pb = true, true
 		case o == "co":
@@ -178,6 +201,11 @@ func Run(p *Problem, cfg Config) (*Result, error) {
 	start := time.Now()
 	dual := s.dual()
 	rels := make([]float64, 0, cfg.Rounds)
+	arels := make([]float64, 0, cfg.Rounds)
+	wbar := make([]float64, p.M)
+	zbar := make([]float64, p.N)
+	res.Avg.At = [3]float64{math.NaN(), math.NaN(), math.NaN()}
+	res.Avg.Best = math.Inf(1)
 	gsum := 0.0
 	for r := 1; r <= cfg.Rounds; r++ {
 		// Who takes part: a group updates when any of its holders is active;
@@ -214,6 +242,27 @@ func Run(p *Problem, cfg Config) (*Result, error) {
 				res.At[t] = pr
 			}
 		}
+		const eta = 3.0
+		rho := (eta + 1) / (float64(r) + eta)
+		for j := range wbar {
+			wbar[j] += rho * (s.w[j] - wbar[j])
+		}
+		for i := range zbar {
+			zbar[i] += rho * (s.z[i] - zbar[i])
+		}
+		ar := (p.primal(wbar, zbar) - p.PStar) / p.PStar
+		arels = append(arels, ar)
+		res.Avg.Best = math.Min(res.Avg.Best, ar)
+		for t, target := range []float64{1e-1, 1e-2, 1e-3} {
+			if res.Avg.First[t] == 0 && ar <= target {
+				res.Avg.First[t] = r
+			}
+		}
+		for t, at := range []int{100, 300, 1000} {
+			if r == at {
+				res.Avg.At[t] = ar
+			}
+		}
 		if cfg.Trace != nil {
 			cfg.Trace(r, pr, (p.PStar-dual)/p.PStar)
 		}
@@ -226,7 +275,17 @@ func Run(p *Problem, cfg Config) (*Result, error) {
 			res.TailMax = math.Max(res.TailMax, v)
 			res.TailMin = math.Min(res.TailMin, v)
 		}
+		res.BestTail = math.Inf(1)
+		for _, v := range rels[:n-max(1, n/10)+1] {
+			res.BestTail = math.Min(res.BestTail, v)
+		}
 		res.Gamma = gsum / float64(n)
+		res.Avg.Last = arels[n-1]
+		res.Avg.TailMax, res.Avg.TailMin = math.Inf(-1), math.Inf(1)
+		for _, v := range arels[n-max(1, n/10):] {
+			res.Avg.TailMax = math.Max(res.Avg.TailMax, v)
+			res.Avg.TailMin = math.Min(res.Avg.TailMin, v)
+		}
 		res.TripsMean = float64(s.trips) / float64(n)
 	}
 	res.DualRel = (p.PStar - dual) / p.PStar
@@ -271,6 +330,9 @@ func sq(v []float64) float64 {
 // seed); violator picks use the margins every holder knows.
 func (s *sim) picks(g *group) []int {
 	n := len(g.samples)
+	if s.m.gp || s.m.gs {
+		return s.gapPicks(g)
+	}
 	cand := make([]int, 0, n)
 	if s.m.sh {
 		for r, i := range g.samples {
@@ -306,4 +368,31 @@ func (s *sim) violates(i int) bool {
 		return true
 	}
 	return math.Abs(math.Log((1-b)/b)-yz) > 1e-4
+}
+
+// gapPicks returns the group's H picks by their duality-gap terms.
+func (s *sim) gapPicks(g *group) []int {
+	p := s.p
+	n := len(g.samples)
+	gap := make([]float64, n)
+	var pos []int
+	for r, i := range g.samples {
+		a := s.alpha[i]
+		gap[r] = p.Loss.Value(s.z[i], p.Y[i]) - p.Loss.Conj(a, p.Y[i]) + a*s.z[i]
+		if gap[r] > 1e-12 {
+			pos = append(pos, r)
+		}
+	}
+	h := min(s.h, len(pos))
+	if s.m.gp {
+		sort.Slice(pos, func(a, b int) bool { return gap[pos[a]] > gap[pos[b]] })
+		return pos[:h]
+	}
+	// Weighted sampling without replacement (exponential keys).
+	key := make(map[int]float64, len(pos))
+	for _, r := range pos {
+		key[r] = -math.Log(1-s.rng.Float64()) / gap[r]
+	}
+	sort.Slice(pos, func(a, b int) bool { return key[pos[a]] < key[pos[b]] })
+	return pos[:h]
 }
