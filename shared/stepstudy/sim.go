@@ -69,6 +69,11 @@ type Config struct {
 	//           (a box QP from U_E^T U_E and per-group scalars) and
 	//           applies it: two more trips (the E's dw shares and scalars
 	//           up; x.u_E for the margins)
+	//   ak      (dealt non-zeros) adaptive kappa: each group's kappa for
+	//           the next round is its last direction's measured ratio
+	//           ||X^T d||^2 / sum_k ||X_k^T d||^2 (bias part left out),
+	//           clamped to [1, Q]: both norms are known without a trip
+	//           (the group's primal direction and its holders' dw shares)
 	//   cgN     N extra projected-gradient iterations on each group's QP
 	//           with exact Gram-vector products (2 trips each)
 	Method string
@@ -109,7 +114,7 @@ type method struct {
 	core            string
 	sh, ls, pp, pb  bool
 	fam, co, co2    bool
-	gp, gs          bool
+	gp, gs, ak      bool
 	cg              int
 	biasPriced      bool
 	safeBound       bool
@@ -141,6 +146,8 @@ func parseMethod(s string) (method, error) {
 		switch {
 		case o == "sh":
 			m.sh = true
+		case o == "ak":
+			m.ak = true
 		case o == "gp":
 			m.gp = true
 		case o == "gs":
@@ -182,6 +189,8 @@ type sim struct {
 	trips   int
 	// model is the curvature factor the groups' solves used (cg option).
 	model func(*groupStep) float64
+	// kappa is each group's adaptive kappa (ak option).
+	kappa []float64
 }
 
 // Run simulates cfg on p.

@@ -13,6 +13,7 @@ type groupStep struct {
 	a     []float64 // model Gram (H x H, row-major), sigma not applied
 	d     []float64 // the group's direction (dual units)
 	kappa float64
+	gi    int       // group index
 	corr  []float64 // per-pick margin corrections (cg option)
 }
 
@@ -24,9 +25,15 @@ func (s *sim) round(upd []int, res *Result) float64 {
 	p := s.p
 	ku := float64(len(upd))
 	steps := make([]*groupStep, 0, len(upd))
+	if s.m.ak && s.kappa == nil {
+		s.kappa = make([]float64, len(p.Groups))
+		for g := range s.kappa {
+			s.kappa[g] = float64(len(p.Groups[g].holders))
+		}
+	}
 	for _, g := range upd {
 		gr := &p.Groups[g]
-		st := &groupStep{g: gr, pos: s.picks(gr), kappa: 1}
+		st := &groupStep{g: gr, gi: g, pos: s.picks(gr), kappa: 1}
 		for _, r := range st.pos {
 			i := gr.samples[r]
 			st.idx = append(st.idx, i)
@@ -48,6 +55,9 @@ func (s *sim) round(upd []int, res *Result) float64 {
 			}
 			if s.m.safeBound && !gr.blocks {
 				st.kappa = float64(len(gr.holders))
+			}
+			if s.m.ak && !gr.blocks {
+				st.kappa = s.kappa[g]
 			}
 			if s.m.pb && bias >= 0 && !s.m.biasPriced {
 				// kappa scales the holders' part only: fold it in here.
@@ -102,6 +112,9 @@ func (s *sim) round(upd []int, res *Result) float64 {
 	}
 	if s.m.cg > 0 {
 		s.refine(steps, ku)
+	}
+	if s.m.ak {
+		s.measureKappa(steps)
 	}
 	// The combined direction: u = X^T d / (lambda N), per feature over holders.
 	u := make([]float64, p.M)
@@ -461,4 +474,42 @@ func (s *sim) trueGram(idx []int) []float64 {
 		}
 	}
 	return a
+}
+
+// measureKappa sets each dealt group's next kappa from its direction:
+// ||X^T d||^2 over sum_k ||X_k^T d||^2, the bias part left out of both.
+func (s *sim) measureKappa(steps []*groupStep) {
+	p := s.p
+	v := make([]float64, p.M)
+	for _, st := range steps {
+		if st.g.blocks {
+			continue
+		}
+		for j := range v {
+			v[j] = 0
+		}
+		for k, i := range st.idx {
+			addTo(p.Full[i], st.d[k], v)
+		}
+		if p.BiasFeature >= 0 {
+			v[p.BiasFeature] = 0
+		}
+		full := dotVec(v, v)
+		part := 0.0
+		for _, hd := range st.g.holders {
+			for j := range v {
+				v[j] = 0
+			}
+			for k, r := range st.pos {
+				addTo(hd.parts[r], st.d[k], v)
+			}
+			if p.BiasFeature >= 0 {
+				v[p.BiasFeature] = 0
+			}
+			part += dotVec(v, v)
+		}
+		if part > 0 {
+			s.kappa[st.gi] = math.Min(float64(len(st.g.holders)), math.Max(1, full/part))
+		}
+	}
 }
