@@ -74,6 +74,8 @@ type Config struct {
 	//           ||X^T d||^2 / sum_k ||X_k^T d||^2 (bias part left out),
 	//           clamped to [1, Q]: both norms are known without a trip
 	//           (the group's primal direction and its holders' dw shares)
+	//   s1      sigma' = 1 instead of the number of updating groups (each
+	//           group solves as if alone; the line search scales)
 	//   cgN     N extra projected-gradient iterations on each group's QP
 	//           with exact Gram-vector products (2 trips each)
 	Method string
@@ -114,7 +116,7 @@ type method struct {
 	core            string
 	sh, ls, pp, pb  bool
 	fam, co, co2    bool
-	gp, gs, ak      bool
+	gp, gs, ak, s1  bool
 	cg              int
 	biasPriced      bool
 	safeBound       bool
@@ -146,6 +148,8 @@ func parseMethod(s string) (method, error) {
 		switch {
 		case o == "sh":
 			m.sh = true
+		case o == "s1":
+			m.s1 = true
 		case o == "ak":
 			m.ak = true
 		case o == "gp":

@@ -24,6 +24,9 @@ func (s *sim) round(upd []int, res *Result) float64 {
 	}
 	p := s.p
 	ku := float64(len(upd))
+	if s.m.s1 {
+		ku = 1
+	}
 	steps := make([]*groupStep, 0, len(upd))
 	if s.m.ak && s.kappa == nil {
 		s.kappa = make([]float64, len(p.Groups))
