@@ -76,6 +76,10 @@ type Config struct {
 	//           (the group's primal direction and its holders' dw shares)
 	//   s1      sigma' = 1 instead of the number of updating groups (each
 	//           group solves as if alone; the line search scales)
+	//   as      adaptive sigma': the server measures, each round, the
+	//           groups' coupling ||sum_g u_g||^2 / sum_g ||u_g||^2 from the
+	//           per-group primal directions it sees anyway, and sends it
+	//           (clamped to [1, updating groups]) as the next round's sigma'
 	//   cgN     N extra projected-gradient iterations on each group's QP
 	//           with exact Gram-vector products (2 trips each)
 	Method string
@@ -117,6 +121,7 @@ type method struct {
 	sh, ls, pp, pb  bool
 	fam, co, co2    bool
 	gp, gs, ak, s1  bool
+	as              bool
 	cg              int
 	biasPriced      bool
 	safeBound       bool
@@ -148,6 +153,8 @@ func parseMethod(s string) (method, error) {
 		switch {
 		case o == "sh":
 			m.sh = true
+		case o == "as":
+			m.as = true
 		case o == "s1":
 			m.s1 = true
 		case o == "ak":
@@ -193,6 +200,8 @@ type sim struct {
 	trips   int
 	// model is the curvature factor the groups' solves used (cg option).
 	model func(*groupStep) float64
+	// sigma is the adaptive sigma' (as option; 0: not yet measured).
+	sigma float64
 	// kappa is each group's adaptive kappa (ak option).
 	kappa []float64
 }

@@ -27,6 +27,9 @@ func (s *sim) round(upd []int, res *Result) float64 {
 	if s.m.s1 {
 		ku = 1
 	}
+	if s.m.as && s.sigma > 0 {
+		ku = math.Min(ku, s.sigma)
+	}
 	steps := make([]*groupStep, 0, len(upd))
 	if s.m.ak && s.kappa == nil {
 		s.kappa = make([]float64, len(p.Groups))
@@ -126,6 +129,26 @@ func (s *sim) round(upd []int, res *Result) float64 {
 			if st.d[k] != 0 {
 				addTo(p.Full[i], st.d[k]/s.lambdaN, u)
 			}
+		}
+	}
+	if s.m.as && len(steps) > 1 {
+		// The server's coupling measure from the per-group directions.
+		sum := 0.0
+		ug := make([]float64, p.M)
+		for _, st := range steps {
+			for j := range ug {
+				ug[j] = 0
+			}
+			for k, i := range st.idx {
+				if st.d[k] != 0 {
+					addTo(p.Full[i], st.d[k], ug)
+				}
+			}
+			sum += dotVec(ug, ug)
+		}
+		if sum > 0 {
+			ratio := dotVec(u, u) * s.lambdaN * s.lambdaN / sum
+			s.sigma = math.Max(1, math.Min(float64(len(steps)), ratio))
 		}
 	}
 	// x_i.u for every sample: one sealed sum per group (today's round has it).
