@@ -9,6 +9,7 @@
 //	hyfed create      create a federation on a server, print its join link
 //	hyfed join        take part with one block file
 //	hyfed sim         run many native participants against a federation
+//	hyfed suite       the convergence suite (docs/convergence.md)
 package main
 
 import (
@@ -39,6 +40,7 @@ var commands = []command{
 	{"sim", "run many native participants (one block each) against a federation", runSim},
 	{"bench-net", "time rounds with many participants on loopback websockets (server in a child process)", runBenchNet},
 	{"compare", "HyFDCA against FedAvg, HyFEM and FedHybrid on the paper's grid, tuned; Markdown table and SVG plots", runCompare},
+	{"suite", "the convergence suite: a fixed grid of in-process runs against central SDCA, written to a Markdown report", runSuite},
 }
 
 func usage(w io.Writer) {
