@@ -209,6 +209,7 @@ type suiteReport struct {
 	central  map[string]*suiteCentral // by centralKey
 	rows     []*suiteRow
 	seconds  map[string]float64 // wall time per data set (central and runs)
+	commit   string             // what the binary was built from, read at the start
 	started  time.Time
 	finished time.Time
 }
@@ -252,7 +253,7 @@ func (o suiteOptions) settings(d *suiteData) []suiteSetting {
 // suiteRun measures the central yardsticks of every data set first (so that
 // the time left can be estimated from the data sizes), then runs the grid.
 func suiteRun(ctx context.Context, o suiteOptions, stderr io.Writer) (*suiteReport, error) {
-	rep := &suiteReport{opt: o, central: map[string]*suiteCentral{}, seconds: map[string]float64{}, started: time.Now()}
+	rep := &suiteReport{opt: o, central: map[string]*suiteCentral{}, seconds: map[string]float64{}, commit: suiteCommit(), started: time.Now()}
 	for _, name := range o.data {
 		spec := name
 		if name == suiteSparse {
@@ -645,7 +646,7 @@ func (rep *suiteReport) section(name string) string {
 		storage = fmt.Sprintf("sparse, %.1f non-zeros per row", float64(d.NNZ)/float64(d.N))
 	}
 	fmt.Fprintf(&b, "## %s\n\n%d samples (%d for training) x %d features, %s. Made by `%s` at %s on %s: %d runs, %.0f s wall time including the central solves.\n\n",
-		title, d.N, d.Train, d.M, storage, rep.opt.commandLine, suiteCommit(), rep.started.UTC().Format("2006-01-02"),
+		title, d.N, d.Train, d.M, storage, rep.opt.commandLine, rep.commit, rep.started.UTC().Format("2006-01-02"),
 		rep.runs(d), rep.seconds[name])
 	fmt.Fprintf(&b, "Every row: `%s`.\n\n", strings.Join(append([]string{"hyfed experiment --data", d.Spec, "--partition P --fraction F --lambda L --loss LOSS --step STEP --rounds",
 		strconv.Itoa(rep.opt.rounds), "--seed", strconv.FormatInt(rep.opt.seed, 10)}, rep.opt.commonArgs()...), " "))
