@@ -185,10 +185,14 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		o.data = append(o.data, d)
 	}
 	rep, err := suiteRun(ctx, o, stderr)
-	if err != nil {
+	if rep == nil {
 		return err
 	}
-	if err := suiteWrite(o.out, rep); err != nil {
+	if werr := suiteWrite(o.out, rep); werr != nil {
+		return werr
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "suite: interrupted; wrote the %d runs done to %s\n", len(rep.rows), o.out)
 		return err
 	}
 	fmt.Fprint(stdout, rep.markdown())
@@ -211,6 +215,8 @@ type suiteReport struct {
 	commit   string             // what the binary was built from, read at the start
 	started  time.Time
 	finished time.Time
+	// interrupted: the run was stopped (SIGINT) before the grid's end.
+	interrupted bool
 }
 
 func centralKey(data string, lambda float64, lossName string) string {
@@ -321,7 +327,11 @@ func suiteRun(ctx context.Context, o suiteOptions, stderr io.Writer) (*suiteRepo
 			t0 := time.Now()
 			row := suiteRunOne(ctx, o, j.d, j.s, step, c.PStar)
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				// Interrupted: the report keeps the rows done, so that a
+				// long grid stopped early still shows what it measured.
+				rep.interrupted = true
+				rep.finished = time.Now()
+				return rep, ctx.Err()
 			}
 			rep.rows = append(rep.rows, row)
 			rep.seconds[j.d.Name] += time.Since(t0).Seconds()
@@ -596,12 +606,46 @@ var suiteSectionRE = regexp.MustCompile(`(?s)<!-- suite:([\w-]+) -->\n.*?<!-- /s
 // markdown is the report of this run: the preamble and one section per
 // data set run.
 func (rep *suiteReport) markdown() string {
-	var b strings.Builder
-	b.WriteString(suitePreamble)
+	var secs []string
 	for _, name := range suiteDataSets {
 		if sec := rep.section(name); sec != "" {
-			b.WriteString("\n" + sec)
+			secs = append(secs, sec)
 		}
+	}
+	return suiteAssemble(secs)
+}
+
+var (
+	suiteTitleRE  = regexp.MustCompile(`(?m)^## (.+)$`)
+	suiteRunsRE   = regexp.MustCompile(`: ([\d]+(?: of \d+)?(?: \(interrupted\))?) runs, (\d+) s wall time`)
+	suiteTargetRE = regexp.MustCompile(`(?m)^Targets met: (.+)\.$`)
+)
+
+// suiteAssemble puts the preamble, an overview of the sections (read back
+// from them, since some may come from earlier runs) and the sections
+// together.
+func suiteAssemble(secs []string) string {
+	var b strings.Builder
+	b.WriteString(suitePreamble)
+	b.WriteString("\n| data set | runs | wall time | targets met |\n| --- | --- | --- | --- |\n")
+	for _, sec := range secs {
+		title, runs, wall, met := "?", "?", "?", "?"
+		if m := suiteTitleRE.FindStringSubmatch(sec); m != nil {
+			title = m[1]
+		}
+		if m := suiteRunsRE.FindStringSubmatch(sec); m != nil {
+			runs, wall = m[1], m[2]+" s"
+			if s, err := strconv.Atoi(m[2]); err == nil && s >= 120 {
+				wall = fmt.Sprintf("%s (%.0f min)", wall, float64(s)/60)
+			}
+		}
+		if m := suiteTargetRE.FindStringSubmatch(sec); m != nil {
+			met = m[1]
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", title, runs, wall, met)
+	}
+	for _, sec := range secs {
+		b.WriteString("\n" + sec)
 	}
 	return b.String()
 }
@@ -644,9 +688,16 @@ func (rep *suiteReport) section(name string) string {
 	if d.Sparse {
 		storage = fmt.Sprintf("sparse, %.1f non-zeros per row", float64(d.NNZ)/float64(d.N))
 	}
-	fmt.Fprintf(&b, "## %s\n\n%d samples (%d for training) x %d features, %s. Made by `%s` at %s on %s: %d runs, %.0f s wall time including the central solves.\n\n",
+	runs := strconv.Itoa(rep.runs(d))
+	if planned := len(rep.opt.settings(d)) * len(rep.opt.steps); rep.runs(d) < planned {
+		runs = fmt.Sprintf("%d of %d", rep.runs(d), planned)
+		if rep.interrupted {
+			runs += " (interrupted)"
+		}
+	}
+	fmt.Fprintf(&b, "## %s\n\n%d samples (%d for training) x %d features, %s. Made by `%s` at %s on %s: %s runs, %.0f s wall time including the central solves.\n\n",
 		title, d.N, d.Train, d.M, storage, rep.opt.commandLine, rep.commit, rep.started.UTC().Format("2006-01-02"),
-		rep.runs(d), rep.seconds[name])
+		runs, rep.seconds[name])
 	fmt.Fprintf(&b, "Every row: `%s`.\n\n", strings.Join(append([]string{"hyfed experiment --data", d.Spec, "--partition P --fraction F --lambda L --loss LOSS --step STEP --rounds",
 		strconv.Itoa(rep.opt.rounds), "--seed", strconv.FormatInt(rep.opt.seed, 10)}, rep.opt.commonArgs()...), " "))
 	b.WriteString("| lambda | loss | P* | central SDCA passes to 1e-1 | to 1e-2 | to 1e-3 | central seconds |\n| --- | --- | --- | --- | --- | --- | --- |\n")
@@ -731,18 +782,17 @@ func suiteWrite(path string, rep *suiteReport) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("--out: %w", err)
 	}
-	var b strings.Builder
-	b.WriteString(suitePreamble)
+	var secs []string
 	for _, name := range suiteDataSets {
 		sec := rep.section(name)
 		if sec == "" {
 			sec = kept[name]
 		}
 		if sec != "" {
-			b.WriteString("\n" + sec)
+			secs = append(secs, sec)
 		}
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(suiteAssemble(secs)), 0o644); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	return nil

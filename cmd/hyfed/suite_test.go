@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -136,6 +137,14 @@ func TestSuiteQuick(t *testing.T) {
 		}
 		if !regexp.MustCompile(`Targets met: hyfed in \d+ of \d+ rows; paper in \d+ of \d+ rows\.`).MatchString(sec) {
 			t.Errorf("%s: no target counts per step rule", name)
+		}
+		// The overview at the top has the section's line.
+		title := name
+		if name == "sparse" {
+			title = "sparse: " + suiteQuickSparse
+		}
+		if !regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(title) + ` \| ` + strconv.Itoa(len(rows)) + ` \| \d+ s \| hyfed in `).MatchString(md) {
+			t.Errorf("%s: no line in the overview", name)
 		}
 	}
 
@@ -275,4 +284,43 @@ func suiteNum(t *testing.T, where, s string) float64 {
 		t.Fatalf("%s: %q is not a finite number", where, s)
 	}
 	return v
+}
+
+// cancelOn cancels a context once a line containing marker is written.
+type cancelOn struct {
+	bytes.Buffer
+	marker string
+	cancel context.CancelFunc
+}
+
+func (c *cancelOn) Write(p []byte) (int, error) {
+	n, err := c.Buffer.Write(p)
+	if strings.Contains(c.Buffer.String(), c.marker) {
+		c.cancel()
+	}
+	return n, err
+}
+
+// An interrupted suite writes the runs it finished, and says so.
+func TestSuiteInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "c.md")
+	stderr := &cancelOn{marker: "[1/2]", cancel: cancel}
+	var stdout bytes.Buffer
+	err := runSuite(ctx, []string{"--quick", "--data", "sparse", "--rounds", "20", "--out", out}, &stdout, stderr)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := suiteSectionOf(t, string(b), "sparse")
+	if rows := suiteTable(t, sec, "| partition | fraction |", 17); len(rows) != 1 || rows[0][4] != "hyfed" {
+		t.Fatalf("rows %v", rows)
+	}
+	if !strings.Contains(sec, ": 1 of 2 (interrupted) runs,") || !strings.Contains(string(b), "| sparse: synthetic:3000,1000,0.01,0.05,7 | 1 of 2 (interrupted) |") {
+		t.Errorf("the report does not say it was interrupted:\n%s", b)
+	}
 }
