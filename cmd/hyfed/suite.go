@@ -142,7 +142,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cpasses := fs.Int("central-passes", 1000, "cap on the passes of central SDCA when measuring its passes to the targets")
 	seed := fs.Int64("seed", 1, "seed of every run (--seed of hyfed experiment) and of central SDCA's order")
 	extra := fs.String("extra", "", "more flags for every hyfed experiment run, space-separated (recorded in the report; the suite measures defaults without)")
-	out := fs.String("out", "convergence.md", "the report; sections of data sets not run are kept from an existing file")
+	out := fs.String("out", "convergence.md", "the report; sections of data sets not run, and notes between <!-- notes --> and <!-- /notes --> lines, are kept from an existing file")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -612,7 +612,7 @@ func (rep *suiteReport) markdown() string {
 			secs = append(secs, sec)
 		}
 	}
-	return suiteAssemble(secs)
+	return suiteAssemble(secs, "")
 }
 
 var (
@@ -621,10 +621,13 @@ var (
 	suiteTargetRE = regexp.MustCompile(`(?m)^Targets met: (.+)\.$`)
 )
 
+// suiteNotesRE finds hand-written notes in a report, kept across runs.
+var suiteNotesRE = regexp.MustCompile(`(?s)<!-- notes -->\n.*?<!-- /notes -->\n`)
+
 // suiteAssemble puts the preamble, an overview of the sections (read back
-// from them, since some may come from earlier runs) and the sections
-// together.
-func suiteAssemble(secs []string) string {
+// from them, since some may come from earlier runs), notes and the
+// sections together.
+func suiteAssemble(secs []string, notes string) string {
 	var b strings.Builder
 	b.WriteString(suitePreamble)
 	b.WriteString("\n| data set | runs | wall time | targets met |\n| --- | --- | --- | --- |\n")
@@ -643,6 +646,9 @@ func suiteAssemble(secs []string) string {
 			met = m[1]
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", title, runs, wall, met)
+	}
+	if notes != "" {
+		b.WriteString("\n" + notes)
 	}
 	for _, sec := range secs {
 		b.WriteString("\n" + sec)
@@ -773,12 +779,14 @@ func (rep *suiteReport) runs(d *suiteData) int {
 // did not cover from an existing file.
 func suiteWrite(path string, rep *suiteReport) error {
 	kept := map[string]string{}
+	notes := ""
 	if old, err := os.ReadFile(path); err == nil {
 		for _, m := range suiteSectionRE.FindAllStringSubmatch(string(old), -1) {
 			if m[1] == m[2] {
 				kept[m[1]] = m[0]
 			}
 		}
+		notes = suiteNotesRE.FindString(string(old))
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("--out: %w", err)
 	}
@@ -792,7 +800,7 @@ func suiteWrite(path string, rep *suiteReport) error {
 			secs = append(secs, sec)
 		}
 	}
-	if err := os.WriteFile(path, []byte(suiteAssemble(secs)), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(suiteAssemble(secs, notes)), 0o644); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	return nil

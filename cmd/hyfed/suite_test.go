@@ -143,15 +143,19 @@ func TestSuiteQuick(t *testing.T) {
 		if name == "sparse" {
 			title = "sparse: " + suiteQuickSparse
 		}
-		if !regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(title) + ` \| ` + strconv.Itoa(len(rows)) + ` \| \d+ s \| hyfed in `).MatchString(md) {
+		if !regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(title) + ` \| ` + strconv.Itoa(len(rows)) + ` \| \d+ s( \(\d+ min\))? \| hyfed in `).MatchString(md) {
 			t.Errorf("%s: no line in the overview", name)
 		}
 	}
 
-	// A run over one data set replaces only its section.
+	// A run over one data set replaces only its section, and keeps notes.
 	before := map[string]string{}
 	for _, name := range []string{"digits", "sparse"} {
 		before[name] = suiteSectionOf(t, md, name)
+	}
+	const notes = "<!-- notes -->\nWhat we learned.\n<!-- /notes -->\n"
+	if err := os.WriteFile(out, []byte(strings.Replace(md, "\n<!-- suite:", "\n"+notes+"\n<!-- suite:", 1)), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	stdout.Reset()
 	if err := runSuite(context.Background(), []string{"--quick", "--data", "breast-cancer", "--rounds", "20", "--steps", "hyfed", "--out", out}, &stdout, &stderr); err != nil {
@@ -162,6 +166,9 @@ func TestSuiteQuick(t *testing.T) {
 		if suiteSectionOf(t, string(b), name) != sec {
 			t.Errorf("section %s changed", name)
 		}
+	}
+	if strings.Count(string(b), notes) != 1 {
+		t.Errorf("notes not kept once:\n%s", b)
 	}
 	bc := suiteSectionOf(t, string(b), "breast-cancer")
 	if rows := suiteTable(t, bc, "| partition | fraction |", 17); len(rows) != 1 || !strings.Contains(bc, "--rounds 20") || rows[0][7] != "–" {
@@ -322,5 +329,26 @@ func TestSuiteInterrupted(t *testing.T) {
 	}
 	if !strings.Contains(sec, ": 1 of 2 (interrupted) runs,") || !strings.Contains(string(b), "| sparse: synthetic:3000,1000,0.01,0.05,7 | 1 of 2 (interrupted) |") {
 		t.Errorf("the report does not say it was interrupted:\n%s", b)
+	}
+}
+
+// The overview reads each section's title, runs, wall time and target
+// counts; notes go between it and the sections.
+func TestSuiteAssemble(t *testing.T) {
+	secs := []string{
+		"<!-- suite:digits -->\n## digits\n\nMade by `x` at commit a on d: 80 runs, 725 s wall time including the central solves.\n\nTargets met: hyfed in 0 of 40 rows; new in 38 of 40 rows.\n<!-- /suite:digits -->\n",
+		"<!-- suite:mnist -->\n## mnist\n\nMade by `x` at commit a on d: 3 of 40 (interrupted) runs, 95 s wall time including the central solves.\n\nTargets met: hyfed in 0 of 3 rows.\n<!-- /suite:mnist -->\n",
+	}
+	md := suiteAssemble(secs, "<!-- notes -->\nN\n<!-- /notes -->\n")
+	for _, want := range []string{
+		"\n| digits | 80 | 725 s (12 min) | hyfed in 0 of 40 rows; new in 38 of 40 rows |\n| mnist | 3 of 40 (interrupted) | 95 s | hyfed in 0 of 3 rows |\n\n<!-- notes -->\nN\n<!-- /notes -->\n\n<!-- suite:digits -->",
+		secs[1],
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in\n%s", want, md)
+		}
+	}
+	if !strings.HasPrefix(md, suitePreamble) {
+		t.Error("no preamble")
 	}
 }
