@@ -55,7 +55,7 @@ func TestSuiteQuick(t *testing.T) {
 	steps := []string{"hyfed", "paper"}
 	for _, name := range []string{"breast-cancer", "digits", "sparse"} {
 		sec := suiteSectionOf(t, md, name)
-		pstars := suiteTable(t, sec, "| lambda | loss | P* |", 7)
+		pstars := suiteTable(t, sec, "| lambda | loss | P* |", 8)
 		wantP := map[string]int{"digits": 2}[name] // hinge and logistic
 		if wantP == 0 {
 			wantP = 1
@@ -65,7 +65,10 @@ func TestSuiteQuick(t *testing.T) {
 		}
 		for _, r := range pstars {
 			prev := 0.0
-			for _, c := range r[3:6] {
+			if g := suiteNum(t, name, r[3]); g < 0 || g > 1e-3 {
+				t.Errorf("%s: P* with a relative gap of %v", name, g)
+			}
+			for _, c := range r[4:7] {
 				if c == "never" {
 					prev = math.Inf(1)
 					continue
