@@ -139,7 +139,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rounds := fs.Int("rounds", suiteCheckpoints[len(suiteCheckpoints)-1], "rounds of every run")
 	quick := fs.Bool("quick", false, "a small subset (breast-cancer vertical:4, digits quadrants:2 with both losses, a small sparse set grid:2,4; fraction 0.5, lambda 1e-3): a minute or two")
 	bgv := fs.Bool("bgv", false, "encrypt (BGV); the default seals in plaintext, which computes the same numbers faster (bytes then count 8 per value)")
-	check := fs.Bool("check-targets", false, "fail unless every row of the first step rule meets issue 14's targets")
+	check := fs.Bool("check-targets", false, "fail if a row of the first step rule misses issue 14's targets or fails (rows whose targets lie beyond the run do not count)")
 	cpasses := fs.Int("central-passes", 1000, "cap on the passes of central SDCA when measuring its passes to the targets")
 	seed := fs.Int64("seed", 1, "seed of every run (--seed of hyfed experiment) and of central SDCA's order")
 	extra := fs.String("extra", "", "more flags for every hyfed experiment run, space-separated (recorded in the report; the suite measures defaults without)")
@@ -539,14 +539,16 @@ func (r *suiteRow) targets(c *suiteCentral) string {
 	return "met"
 }
 
-// missedTargets lists the rows of a step rule that do not meet the targets.
+// missedTargets lists the rows of a step rule that miss the targets or
+// failed; rows whose targets lie beyond the run ("n/a") cannot be judged
+// and do not count.
 func (rep *suiteReport) missedTargets(step string) []string {
 	var out []string
 	for _, r := range rep.rows {
 		if r.Step != step {
 			continue
 		}
-		if t := r.targets(rep.central[centralKey(r.Setting.Data, r.Setting.Lambda, r.Setting.Loss)]); t != "met" {
+		if t := r.targets(rep.central[centralKey(r.Setting.Data, r.Setting.Lambda, r.Setting.Loss)]); t != "met" && !strings.HasPrefix(t, "n/a") {
 			out = append(out, r.Setting.label(shortData(r.Setting.Data))+": "+t)
 		}
 	}
