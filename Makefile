@@ -7,9 +7,10 @@ BIN       := bin/hyfed
 CACHE     := .cache
 MNIST_DIR := $(CACHE)/mnist/package/src/digits
 FMNIST    := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+SKLEARN   := $(CACHE)/sklearn
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps data web wasm chromium liblinear test vet fuzz bench run results clean
+.PHONY: all build deps data web wasm chromium liblinear test vet fuzz bench run results convergence clean
 
 all: build
 
@@ -17,7 +18,7 @@ deps:
 	$(GO) mod download
 
 # Data sets that need no download outside the package registries.
-data: $(MNIST_DIR)/9.json $(FMNIST)
+data: $(MNIST_DIR)/9.json $(FMNIST) $(SKLEARN)/digits.csv.gz
 
 $(MNIST_DIR)/9.json:
 	mkdir -p $(CACHE)/mnist
@@ -27,6 +28,20 @@ $(MNIST_DIR)/9.json:
 $(FMNIST):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq dataset-fashion-mnist
+
+# breast-cancer and digits: two files inside Debian's python3-sklearn,
+# unpacked from the .deb without installing it (and its scipy).
+$(SKLEARN)/digits.csv.gz:
+	rm -rf $(SKLEARN)/deb && mkdir -p $(SKLEARN)/deb
+	$(SUDO) apt-get update -qq
+	cd $(SKLEARN)/deb && apt-get download python3-sklearn
+	dpkg-deb -x $(SKLEARN)/deb/python3-sklearn_*.deb $(SKLEARN)/deb/root
+	for f in breast_cancer.csv digits.csv.gz; do \
+		p=$$(find $(SKLEARN)/deb/root -path '*/sklearn/datasets/data/'$$f | head -n 1); \
+		test -n "$$p" || { echo "python3-sklearn has no sklearn/datasets/data/$$f"; exit 1; }; \
+		cp "$$p" $(SKLEARN)/$$f || exit 1; \
+	done
+	rm -rf $(SKLEARN)/deb
 
 # The pages' assets, embedded into the binary by go:embed (so they are
 # built before it): the WebAssembly participant, Go's wasm_exec.js and the
@@ -73,6 +88,7 @@ fuzz:
 	$(GO) test ./shared/dataset/ -run '^$$' -fuzz FuzzCSV -fuzztime 20s
 	$(GO) test ./shared/dataset/ -run '^$$' -fuzz FuzzIDX -fuzztime 20s
 	$(GO) test ./shared/dataset/ -run '^$$' -fuzz FuzzMNISTJSON -fuzztime 20s
+	$(GO) test ./shared/dataset/ -run '^$$' -fuzz FuzzSklearnCSV -fuzztime 20s
 	$(GO) test ./shared/partition/ -run '^$$' -fuzz FuzzReadBlock -fuzztime 20s
 	$(GO) test ./shared/model/ -run '^$$' -fuzz FuzzReadLIBLINEAR -fuzztime 20s
 	$(GO) test ./shared/seal/ -run '^$$' -fuzz FuzzUnmarshalVec -fuzztime 20s
@@ -97,6 +113,11 @@ run: build data
 # The README's convergence table (long: hours on 2 cores).
 results: build data
 	./docs/results.sh > docs/results.md
+
+# docs/convergence.md: the convergence suite (hyfed suite; the full grid
+# takes hours on 2 cores, `bin/hyfed suite --quick` minutes).
+convergence: build data
+	nice -n 10 $(BIN) suite --out docs/convergence.md
 
 clean:
 	rm -rf bin $(CACHE)

@@ -21,9 +21,9 @@ type dataFlags struct {
 }
 
 func (d *dataFlags) register(fs *flag.FlagSet, def string) {
-	fs.StringVar(&d.data, "data", def, "data: fashion-mnist, mnist, synthetic:N,M[,density[,noise[,seed]]], or a LIBSVM/CSV file")
+	fs.StringVar(&d.data, "data", def, "data: fashion-mnist, mnist, breast-cancer, digits, synthetic:N,M[,density[,noise[,seed]]], or a LIBSVM/CSV file")
 	fs.StringVar(&d.positive, "positive", "", "labels mapped to +1, e.g. 0,1,2,3,4 (default: the data set's rule)")
-	fs.Float64Var(&d.holdout, "holdout", 0, "fraction of samples held out for evaluation when the data has no split (mnist defaults to 0.1)")
+	fs.Float64Var(&d.holdout, "holdout", 0, "fraction of samples held out for evaluation when the data has no split (the built-ins mnist, breast-cancer, digits and synthetic default to 0.1)")
 }
 
 func (d *dataFlags) load() (*dataset.Dataset, error) {

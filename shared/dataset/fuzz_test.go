@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 )
@@ -75,6 +76,36 @@ func FuzzMNISTJSON(f *testing.F) {
 		vals, err := parseDigits(b)
 		if err == nil && (len(vals) == 0 || len(vals)%mnistPixels != 0) {
 			t.Fatalf("accepted %d values", len(vals))
+		}
+	})
+}
+
+func FuzzSklearnCSV(f *testing.F) {
+	f.Add("2,2,a,b\n1,2,0\n3,4,1\n", 2, true, 0.0)
+	f.Add("0,16,5\r\n\r\n1,1,9", 2, false, 16.0)
+	f.Add("1,2\n1,2,0\n3,4,1\n", 2, true, 0.0)
+	f.Add("1,x,0\n", 2, false, 0.0)
+	f.Fuzz(func(t *testing.T, s string, features int, header bool, max float64) {
+		if features < 1 || features > 1000 {
+			return
+		}
+		l := SklearnLayout{Features: features, Header: header, Max: max}
+		x, raw, err := ReadSklearnCSV(strings.NewReader(s), "fuzz", l)
+		if err != nil {
+			return
+		}
+		if x.Validate() != nil || x.Rows != len(raw) || x.Cols != features || x.Rows == 0 {
+			t.Fatalf("inconsistent result: %dx%d, %d labels", x.Rows, x.Cols, len(raw))
+		}
+		for _, v := range x.Data {
+			if math.IsNaN(v) || math.IsInf(v, 0) || (max > 0 && (v < 0 || v > max)) {
+				t.Fatalf("value %v accepted (max %v)", v, max)
+			}
+		}
+		for _, y := range raw {
+			if y < 0 || y != math.Trunc(y) {
+				t.Fatalf("label %v accepted", y)
+			}
 		}
 	})
 }

@@ -28,3 +28,12 @@ func applyHoldout(d *Dataset, frac float64) {
 		d.Heldout[i] = HoldoutByID(id, frac)
 	}
 }
+
+// builtinHoldout is Options.Holdout with the default of the built-in data
+// sets that have no split of their own.
+func builtinHoldout(opt Options) float64 {
+	if opt.Holdout == 0 {
+		return defaultHoldout
+	}
+	return opt.Holdout
+}

@@ -57,7 +57,8 @@ type Options struct {
 	Positive *LabelRule
 	// Holdout is the fraction of samples held out for evaluation when the
 	// source has no split of its own, chosen by HoldoutByID; 0 = none. For
-	// the built-in "mnist" and synthetic data, 0 means their default 0.1
+	// the built-in "mnist", "breast-cancer", "digits" and synthetic data, 0
+	// means their default 0.1
 	// and a negative value none.
 	Holdout float64
 	// Sparse and Dense force the storage of X. By default LIBSVM text is
