@@ -370,4 +370,5 @@ func TestDemoNewcomer(t *testing.T) {
 	}
 	checkModelDownload(t, tb, fed.ID, st)
 	screenshot(t, dash, "demo-dashboard.png")
+	screenshot(t, tb, "demo-join.png")
 }

@@ -465,9 +465,13 @@
         : 'round ' + m.round + ' (the current one: no round has measured its objective yet)';
       const T = s.config ? s.config.rounds : 0;
       if (s.state === 'finished') {
-        line.textContent = 'Training finished (' + s.round + ' rounds). The model is ' + (m.best ? 'the best round, ' : '') + 'round ' + m.round + acc + '.';
+        line.textContent = 'Training finished (' + s.round + ' rounds). The model is round ' + m.round +
+          (m.best ? ', the best one (lowest objective' + (m.round !== s.round ? '; the last round was worse' : '') + ')' : '') + acc + '.';
       } else if (s.state === 'stopped' || s.state === 'broken') {
         line.textContent = 'Training ended early (' + s.state + ', round ' + s.round + '). The model is ' + which + '.';
+      } else if (s.state === 'paused' || s.state === 'pausing') {
+        line.textContent = 'Training is paused (round ' + s.round + (T ? ' of ' + T : '') + '): the download is ' + which +
+          ', and will change when training goes on.';
       } else {
         line.textContent = 'Training runs (round ' + s.round + (T ? ' of ' + T : '') + '): the download is ' + which +
           ', and will change while training goes on.';
