@@ -27,29 +27,37 @@ import (
 // The model out of the pages (issue 17): the join page's and the
 // dashboard's "Download the model" buttons, and what the file is good for.
 
-// hyfedBinary builds the hyfed command once per test process (from the go
-// build cache, a few seconds after make build) and returns its path: the
-// tests run hyfed predict and hyfed data export as a user would.
-var hyfedBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "hyfed-e2e-bin-")
-	if err != nil {
-		return "", err
+// buildHyfed starts building the hyfed command into a temporary directory
+// of the test (from the go build cache: about 3 s after make build) and
+// returns a function that waits for the build and returns the binary's
+// path: the tests run hyfed predict and hyfed data export as a user would.
+// Started early, the build overlaps the browser's work.
+func buildHyfed(t *testing.T) func() string {
+	bin := filepath.Join(t.TempDir(), "hyfed")
+	built := make(chan error, 1)
+	go func() {
+		out, err := exec.Command("go", "build", "-o", bin, "github.com/hyfed/hyfed/cmd/hyfed").CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("go build ./cmd/hyfed: %v\n%s", err, out)
+		}
+		built <- err
+	}()
+	var once sync.Once
+	var err error
+	wait := func() { once.Do(func() { err = <-built }) }
+	t.Cleanup(wait) // before the directory's removal (cleanups run last first)
+	return func() string {
+		t.Helper()
+		if wait(); err != nil {
+			t.Fatal(err)
+		}
+		return bin
 	}
-	bin := filepath.Join(dir, "hyfed")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/hyfed/hyfed/cmd/hyfed").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build ./cmd/hyfed: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+}
 
-// runHyfed runs the hyfed command and returns its standard output.
-func runHyfed(t *testing.T, args ...string) string {
+// runHyfed runs the hyfed binary and returns its standard output.
+func runHyfed(t *testing.T, bin string, args ...string) string {
 	t.Helper()
-	bin, err := hyfedBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out, errOut bytes.Buffer
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -121,8 +129,8 @@ func pageDownload(tb *tab, dir, sel string) (string, []byte) {
 // hyfed predict on the held-out part of the data (hyfed data export)
 // gives the held-out accuracy the status shows for the model, to 1e-9;
 // LIBLINEAR's predict (Debian's liblinear-predict) gives every held-out
-// sample the label hyfed predict --scores gives it.
-func checkModelDownload(t *testing.T, tb *tab, fedID string, st server.Status) {
+// sample the label hyfed predict --scores gives it. hyfed is buildHyfed's.
+func checkModelDownload(t *testing.T, tb *tab, hyfed func() string, fedID string, st server.Status) {
 	t.Helper()
 	if st.Model == nil || !st.Model.Best {
 		t.Fatalf("finished status names no best model: %+v", st.Model)
@@ -167,8 +175,9 @@ func checkModelDownload(t *testing.T, tb *tab, fedID string, st server.Status) {
 	}
 
 	held := filepath.Join(dir, "heldout.libsvm")
-	runHyfed(t, "data", "export", "--data", "mnist", "--part", "heldout", "--out", held)
-	out := runHyfed(t, "predict", "--model", path, "--data", held, "--scores")
+	bin := hyfed()
+	runHyfed(t, bin, "data", "export", "--data", "mnist", "--part", "heldout", "--out", held)
+	out := runHyfed(t, bin, "predict", "--model", path, "--data", held, "--scores")
 	var preds []string
 	var res map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {

@@ -329,7 +329,7 @@ func TestDemoNewcomer(t *testing.T) {
 		!strings.Contains(tb.text("#model-state"), "No model yet") {
 		tb.fatalf("before training: model state %q", tb.text("#model-state"))
 	}
-	go hyfedBinary() // built while the federation trains (checkModelDownload runs it)
+	hyfed := buildHyfed(t) // built while the federation trains (checkModelDownload runs it)
 
 	dash := newTab(t, b)
 	dash.navigate(ts.URL + fed.AdminPath) // filling seats is the organizer's
@@ -368,7 +368,7 @@ func TestDemoNewcomer(t *testing.T) {
 	if !running {
 		dash.fatalf("the dashboard never offered the model while training ran")
 	}
-	checkModelDownload(t, tb, fed.ID, st)
+	checkModelDownload(t, tb, hyfed, fed.ID, st)
 	screenshot(t, dash, "demo-dashboard.png")
 	screenshot(t, tb, "demo-join.png")
 }
