@@ -430,8 +430,8 @@
   // give, and #model-result what the last download did. tokens() lists the
   // tokens to try, in order (a refused one passes to the next). show(status)
   // takes a federation status (GET api: state, round, config.rounds and
-  // model, the iterate handed out); refresh() fetches one, at most about
-  // once a second. The buttons stay disabled until the status names a model
+  // model, the iterate handed out); refresh() fetches one, at most every
+  // 2 s. The buttons stay disabled until the status names a model
   // (before training starts the server answers 409 no-model), so the page
   // never asks for one that is not there.
   function modelDownloads(api, tokens) {
@@ -487,7 +487,7 @@
     function refresh() {
       if (busy) { again = true; return; }
       if (timer) return;
-      timer = setTimeout(load, Math.max(0, 1000 - (Date.now() - last)));
+      timer = setTimeout(load, Math.max(0, 2000 - (Date.now() - last))); // the status carries the whole history
     }
 
     for (const [b, format] of buttons) {
