@@ -289,7 +289,10 @@ func TestInsecureFederationIsMarked(t *testing.T) {
 // TestDemoNewcomer is make run's flow: a demo federation (MNIST
 // quadrants:1 here: 4 seats); one tab takes "demo block 1" on the join page
 // and joins; the dashboard's "fill the free seats" starts simulated native
-// participants for the other three; training finishes in the tab.
+// participants for the other three; training finishes in the tab; the
+// join page's model downloads are closed before training and, after it,
+// give the model hyfed predict and liblinear-predict score as the status
+// says (checkModelDownload); the dashboard offers the same model.
 func TestDemoNewcomer(t *testing.T) {
 	const rounds = 8
 	blocks := loadBlocks(t, "mnist", "quadrants:1")
@@ -321,10 +324,21 @@ func TestDemoNewcomer(t *testing.T) {
 	}
 	tb.do("press join", chromedp.Click("#join"))
 	tb.waitJS("the server's welcome", "document.body.dataset.registered === '1'", 20*time.Second)
+	// Before training there is no model: the downloads are closed and say why.
+	if !evalJS[bool](tb, "document.getElementById('dl-model').disabled && document.getElementById('dl-json').disabled") ||
+		!strings.Contains(tb.text("#model-state"), "No model yet") {
+		tb.fatalf("before training: model state %q", tb.text("#model-state"))
+	}
+	hyfed := buildHyfed(t) // built while the federation trains (checkModelDownload runs it)
 
 	dash := newTab(t, b)
 	dash.navigate(ts.URL + fed.AdminPath) // filling seats is the organizer's
 	dash.waitJS("the fill button", "!document.getElementById('fill-box').hidden && !document.getElementById('fill').disabled", 10*time.Second)
+	// What the dashboard's model box says as training runs.
+	evalJS[bool](dash, `(window.__modelSeen = [], new MutationObserver(() => {
+  const box = document.getElementById('model-box');
+  window.__modelSeen.push({state: box.dataset.state, enabled: !document.getElementById('dl-model').disabled, text: document.getElementById('model-state').textContent});
+}).observe(document.getElementById('model-box'), {subtree: true, attributes: true, childList: true, characterData: true}), true)`)
 	dash.do("press fill", chromedp.Click("#fill"))
 	dash.waitJS("the fill result", "document.getElementById('fill-result').textContent.includes('Started 3')", 10*time.Second)
 	tb.waitJS("training to finish in the tab", "document.body.dataset.done === '1'", 2*time.Minute)
@@ -332,5 +346,29 @@ func TestDemoNewcomer(t *testing.T) {
 	if st.Round != rounds || len(st.Participants) != 4 {
 		t.Fatalf("finished at round %d with %d participants", st.Round, len(st.Participants))
 	}
+	// The organizer's dashboard offers the same model.
+	dash.waitJS("the dashboard's downloads", fmt.Sprintf("document.getElementById('model-box').dataset.state === 'finished' && document.getElementById('model-box').dataset.round === '%d' && !document.getElementById('dl-model').disabled", st.Model.Round), 10*time.Second)
+	type seen struct {
+		State   string `json:"state"`
+		Enabled bool   `json:"enabled"`
+		Text    string `json:"text"`
+	}
+	running := false
+	for _, m := range evalJS[[]seen](dash, "window.__modelSeen") {
+		if m.Enabled && m.State == "running" {
+			if !containsAll(m.Text, "Training runs", "the download is round", "will change") {
+				dash.fatalf("while training, the model box says %q", m.Text)
+			}
+			running = true
+		}
+		if m.Enabled && m.State == "waiting" {
+			dash.fatalf("the model box offered a download before training: %+v", m)
+		}
+	}
+	if !running {
+		dash.fatalf("the dashboard never offered the model while training ran")
+	}
+	checkModelDownload(t, tb, hyfed, fed.ID, st)
 	screenshot(t, dash, "demo-dashboard.png")
+	screenshot(t, tb, "demo-join.png")
 }

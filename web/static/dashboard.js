@@ -28,6 +28,9 @@ if (!token) {
   $('error').textContent = 'This link carries no token, so the server shows nothing. ' + NEED;
 }
 
+// The model's downloads, with this page's token.
+const downloads = H.modelDownloads(api, () => [token]);
+
 let status = null;
 let hist = [];          // every round's metrics, in order
 let numFeatures = 0;
@@ -406,6 +409,7 @@ const stream = token ? H.events(api + '/events', token, (type, data) => {
   if (type === 'status') {
     const s = JSON.parse(data);
     applyStatus(s);
+    downloads.show(s);
     hist = s.history.slice();
     if (!s.error) $('error').hidden = true;
     scheduleDraw();
@@ -413,9 +417,9 @@ const stream = token ? H.events(api + '/events', token, (type, data) => {
     return;
   }
   const ev = JSON.parse(data);
-  if (ev.type === 'round') { addRound(ev.metrics); setRound(ev.round); scheduleModel(); }
+  if (ev.type === 'round') { addRound(ev.metrics); setRound(ev.round); scheduleModel(); downloads.refresh(); }
   if (ev.type === 'phase') { $('phase').textContent = ev.phase; setRound(ev.round); }
-  if (ev.type === 'state') { setState(ev.state); if (ev.state !== 'running') $('phase').textContent = '–'; reloadStatus(); scheduleModel(); }
+  if (ev.type === 'state') { setState(ev.state); if (ev.state !== 'running') $('phase').textContent = '–'; reloadStatus(); scheduleModel(); downloads.refresh(); }
   if (ev.type === 'participant') reloadStatus();
 }, (state, d) => {
   const conn = $('conn');

@@ -395,9 +395,125 @@
     ctx.putImageData(img, 0, 0);
   }
 
+  // ---- the model: downloads ------------------------------------------------
+  // filenameOf reads the file name of a Content-Disposition header
+  // (attachment; filename="..." as Go's %q quotes it), or returns fallback.
+  function filenameOf(disposition, fallback) {
+    const d = disposition || '';
+    let m = /filename\*\s*=\s*UTF-8''([^;]+)/i.exec(d);
+    if (m) { try { return decodeURIComponent(m[1]); } catch (e) { /* the next form */ } }
+    m = /filename\s*=\s*"((?:[^"\\]|\\.)*)"/i.exec(d);
+    if (m) return m[1].replace(/\\(.)/g, '$1');
+    m = /filename\s*=\s*([^;\s]+)/i.exec(d);
+    return m ? m[1] : fallback;
+  }
+
+  // download fetches url with the bearer token (a plain link cannot carry
+  // the header) and hands the answer to the browser as a file download:
+  // a blob behind an <a download> named as the server's Content-Disposition
+  // says. It returns the file name, or throws request's Error.
+  async function download(url, token, fallback) {
+    const r = await request(url, token);
+    const name = filenameOf(r.headers.get('Content-Disposition'), fallback || 'download');
+    const href = URL.createObjectURL(await r.blob());
+    const a = el('a', null, {href, download: name, hidden: ''});
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(href), 60000);
+    return name;
+  }
+
+  // modelDownloads wires a page's model box: the buttons #dl-model (the
+  // LIBLINEAR model file, GET api/model?format=liblinear) and #dl-json (its
+  // sidecar, ?format=json), the line #model-state saying which model they
+  // give, and #model-result what the last download did. tokens() lists the
+  // tokens to try, in order (a refused one passes to the next). show(status)
+  // takes a federation status (GET api: state, round, config.rounds and
+  // model, the iterate handed out); refresh() fetches one, at most every
+  // 2 s. The buttons stay disabled until the status names a model
+  // (before training starts the server answers 409 no-model), so the page
+  // never asks for one that is not there.
+  function modelDownloads(api, tokens) {
+    const box = $('model-box'), line = $('model-state'), result = $('model-result');
+    const buttons = [[$('dl-model'), 'liblinear'], [$('dl-json'), 'json']];
+    let busy = false, timer = null, again = false, last = 0;
+
+    async function withToken(call) {
+      const list = tokens().filter((t) => t);
+      let err = null;
+      for (const t of list) {
+        try { return await call(t); } catch (e) {
+          err = e;
+          if (e.status !== 401 && e.status !== 403) break;
+        }
+      }
+      throw err || new Error('this page has no token for the federation');
+    }
+
+    function show(s) {
+      const m = s && s.model;
+      box.dataset.state = s ? s.state : '';
+      box.dataset.round = m ? String(m.round) : '';
+      for (const [b] of buttons) b.disabled = !m;
+      if (!m) {
+        line.textContent = 'No model yet: training has not started. The downloads open with the first round.';
+        return;
+      }
+      const acc = m.heldout_accuracy != null ? ', held-out accuracy ' + num(100 * m.heldout_accuracy, 4) + ' %' : '';
+      const which = m.best ? 'round ' + m.round + ', the best so far (lowest objective)' + acc
+        : 'round ' + m.round + ' (the current one: no round has measured its objective yet)';
+      const T = s.config ? s.config.rounds : 0;
+      if (s.state === 'finished') {
+        line.textContent = 'Training finished (' + s.round + ' rounds). The model is round ' + m.round +
+          (m.best ? ', the best one (lowest objective' + (m.round !== s.round ? '; the last round was worse' : '') + ')' : '') + acc + '.';
+      } else if (s.state === 'stopped' || s.state === 'broken') {
+        line.textContent = 'Training ended early (' + s.state + ', round ' + s.round + '). The model is ' + which + '.';
+      } else if (s.state === 'paused' || s.state === 'pausing') {
+        line.textContent = 'Training is paused (round ' + s.round + (T ? ' of ' + T : '') + '): the download is ' + which +
+          ', and will change when training goes on.';
+      } else {
+        line.textContent = 'Training runs (round ' + s.round + (T ? ' of ' + T : '') + '): the download is ' + which +
+          ', and will change while training goes on.';
+      }
+    }
+
+    async function load() {
+      timer = null; busy = true; last = Date.now();
+      try { show(await withToken((t) => getJSON(api, t))); } catch (e) { /* the next event tries again */ }
+      busy = false;
+      if (again) { again = false; refresh(); }
+    }
+    function refresh() {
+      if (busy) { again = true; return; }
+      if (timer) return;
+      timer = setTimeout(load, Math.max(0, 2000 - (Date.now() - last))); // the status carries the whole history
+    }
+
+    for (const [b, format] of buttons) {
+      b.addEventListener('click', async () => {
+        const label = b.textContent;
+        b.disabled = true; b.textContent = 'downloading…';
+        result.className = 'muted'; result.textContent = '';
+        try {
+          const name = await withToken((t) => download(api + '/model?format=' + format, t, format === 'json' ? 'model.json' : 'model'));
+          result.textContent = 'Saved as ' + name + ' (your browser\'s downloads).';
+          box.dataset['downloaded' + (format === 'json' ? 'Json' : 'Model')] = name;
+        } catch (e) {
+          result.className = 'alert';
+          result.textContent = e.status === 409 ? 'No model yet: training has not started.' : 'The download failed: ' + refusal(e, 'Open the page with its whole link.');
+        }
+        b.textContent = label; b.disabled = false;
+        refresh();
+      });
+    }
+    return {show, refresh};
+  }
+
   root.hyfed = {
     sha256, hmacSha256, mac, hex, fingerprint, b64url, fromB64url, newSecret,
     $, el, num, bytes, isImage, drawWeights, drawPixels,
     fragment, request, getJSON, postJSON, deleteJSON, refusal, events,
+    filenameOf, download, modelDownloads,
   };
 })(typeof window !== 'undefined' ? window : globalThis);

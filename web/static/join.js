@@ -72,7 +72,16 @@ function errorOfCall(e) {
   else showError(e.code || 'error', e.message);
 }
 
+// The model's downloads: with this tab's session token once it registered
+// (kept after training ends), else with the invitation.
+const downloads = H.modelDownloads(api, () => {
+  let session = '';
+  try { session = sessionStorage.getItem(ownKey) || ''; } catch (e) { /* storage off */ }
+  return [session, link.invite];
+});
+
 H.getJSON(api, link.invite).then(s => {
+  downloads.show(s);
   state.rounds = s.config.rounds;
   $('insecure-banner').hidden = !s.insecure;
   if (s.insecure) {
@@ -124,6 +133,7 @@ worker.onmessage = (e) => {
       $('status').textContent = 'finished: ' + ev.result.rounds + ' rounds' + (ev.result.reconnects ? ', ' + ev.result.reconnects + ' reconnects' : '');
       try { sessionStorage.removeItem(sessionKey); } catch (e) {}
       $('progress').value = 1; $('phase').textContent = 'done'; document.body.dataset.done = '1'; notice('');
+      downloads.refresh();
       break;
   }
 };
@@ -225,6 +235,7 @@ function showSent(s) {
 H.events(api + '/events', link.invite, (type, data) => {
   if (type !== 'message') return;
   const ev = JSON.parse(data);
+  if (ev.type === 'round' || ev.type === 'state') downloads.refresh();
   if (ev.type === 'round' && ev.metrics) {
     const m = ev.metrics;
     if (state.pstar && m.primal !== null) $('gap').textContent = ((m.primal - state.pstar) / state.pstar).toExponential(2);

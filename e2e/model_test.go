@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/chromedp"
+
+	"github.com/hyfed/hyfed/server"
+	"github.com/hyfed/hyfed/shared/model"
+)
+
+// The model out of the pages (issue 17): the join page's and the
+// dashboard's "Download the model" buttons, and what the file is good for.
+
+// buildHyfed starts building the hyfed command into a temporary directory
+// of the test (from the go build cache: about 3 s after make build) and
+// returns a function that waits for the build and returns the binary's
+// path: the tests run hyfed predict and hyfed data export as a user would.
+// Started early, the build overlaps the browser's work.
+func buildHyfed(t *testing.T) func() string {
+	bin := filepath.Join(t.TempDir(), "hyfed")
+	built := make(chan error, 1)
+	go func() {
+		out, err := exec.Command("go", "build", "-o", bin, "github.com/hyfed/hyfed/cmd/hyfed").CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("go build ./cmd/hyfed: %v\n%s", err, out)
+		}
+		built <- err
+	}()
+	var once sync.Once
+	var err error
+	wait := func() { once.Do(func() { err = <-built }) }
+	t.Cleanup(wait) // before the directory's removal (cleanups run last first)
+	return func() string {
+		t.Helper()
+		if wait(); err != nil {
+			t.Fatal(err)
+		}
+		return bin
+	}
+}
+
+// runHyfed runs the hyfed binary and returns its standard output.
+func runHyfed(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("hyfed %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String()
+}
+
+// pageDownload presses the button sel in the tab, whose page saves a blob
+// as a download, and returns the file's suggested name (the page's
+// <a download>, from the server's Content-Disposition) and its bytes.
+// The browser saves downloads under their GUID in dir
+// (Browser.setDownloadBehavior allowAndName).
+func pageDownload(tb *tab, dir, sel string) (string, []byte) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
+	defer cancel()
+	type done struct{ guid, state string }
+	names := map[string]string{}
+	var mu sync.Mutex
+	finished := make(chan done, 16)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		switch e := ev.(type) {
+		case *cdpbrowser.EventDownloadWillBegin:
+			mu.Lock()
+			names[e.GUID] = e.SuggestedFilename
+			mu.Unlock()
+		case *cdpbrowser.EventDownloadProgress:
+			if e.State != cdpbrowser.DownloadProgressStateInProgress {
+				select {
+				case finished <- done{e.GUID, string(e.State)}:
+				default:
+				}
+			}
+		}
+	}); err != nil {
+		tb.fatalf("%s: listening for downloads: %v", tb.name, err)
+	}
+	yes := true
+	tb.do("allow downloads into "+dir, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+			Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: &yes})
+		return err
+	}))
+	tb.do("press "+sel, chromedp.Click(sel))
+	select {
+	case d := <-finished:
+		if d.state != string(cdpbrowser.DownloadProgressStateCompleted) {
+			tb.fatalf("%s: the download of %s ended %s", tb.name, sel, d.state)
+		}
+		mu.Lock()
+		name := names[d.guid]
+		mu.Unlock()
+		b, err := os.ReadFile(filepath.Join(dir, d.guid))
+		if err != nil {
+			tb.fatalf("%s: the download of %s: %v", tb.name, sel, err)
+		}
+		return name, b
+	case <-ctx.Done():
+		tb.fatalf("%s: no download finished after pressing %s", tb.name, sel)
+	}
+	return "", nil
+}
+
+// checkModelDownload is the end of the newcomer's flow: after training,
+// the join page's "Download the model" and "its JSON sidecar" give the
+// model the status names (file names from the server, round, sidecar);
+// hyfed predict on the held-out part of the data (hyfed data export)
+// gives the held-out accuracy the status shows for the model, to 1e-9;
+// LIBLINEAR's predict (Debian's liblinear-predict) gives every held-out
+// sample the label hyfed predict --scores gives it. hyfed is buildHyfed's.
+func checkModelDownload(t *testing.T, tb *tab, hyfed func() string, fedID string, st server.Status) {
+	t.Helper()
+	if st.Model == nil || !st.Model.Best {
+		t.Fatalf("finished status names no best model: %+v", st.Model)
+	}
+	round := st.Model.Round
+	tb.waitJS("the downloads to open on the finished model",
+		fmt.Sprintf("document.getElementById('model-box').dataset.state === 'finished' && document.getElementById('model-box').dataset.round === '%d' && !document.getElementById('dl-model').disabled && !document.getElementById('dl-json').disabled", round),
+		10*time.Second)
+	if got := tb.text("#model-state"); !strings.Contains(got, "finished") || !strings.Contains(got, fmt.Sprintf("round %d", round)) {
+		tb.fatalf("model state %q: want finished, round %d", got, round)
+	}
+	if got := tb.text("#model-box .model-what"); !containsAll(got, "LIBLINEAR", "hyfed predict --model FILE --data FILE", "--partial") {
+		tb.fatalf("what the model file is: %q", got)
+	}
+
+	dl := t.TempDir()
+	name, body := pageDownload(tb, dl, "#dl-model")
+	want := fmt.Sprintf("hyfed-%s-round%d.model", fedID, round)
+	if name != want {
+		t.Fatalf("the model downloaded as %q, want %q", name, want)
+	}
+	jsonName, sidecar := pageDownload(tb, dl, "#dl-json")
+	if jsonName != want+".json" {
+		t.Fatalf("the sidecar downloaded as %q, want %q", jsonName, want+".json")
+	}
+	tb.waitJS("the page to say where the file went", "document.getElementById('model-box').dataset.downloadedJson !== undefined", 5*time.Second)
+	dir := t.TempDir()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, jsonName), sidecar, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, info, err := model.ReadFiles(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info == nil || info.Source != "federation" || info.ModelRound != round || !info.Best || info.Rounds != st.Config.Rounds ||
+		len(m.W) != st.Config.NumFeatures {
+		t.Fatalf("sidecar %+v, %d weights; status: model %+v, %d features", info, len(m.W), st.Model, st.Config.NumFeatures)
+	}
+
+	held := filepath.Join(dir, "heldout.libsvm")
+	bin := hyfed()
+	runHyfed(t, bin, "data", "export", "--data", "mnist", "--part", "heldout", "--out", held)
+	out := runHyfed(t, bin, "predict", "--model", path, "--data", held, "--scores")
+	var preds []string
+	var res map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(l, "{") {
+			if err := json.Unmarshal([]byte(l), &res); err != nil {
+				t.Fatalf("hyfed predict printed %q: %v", l, err)
+			}
+			continue
+		}
+		f := strings.Split(l, "\t")
+		if len(f) != 5 || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if f[2] != "1" && f[2] != "-1" {
+			t.Fatalf("hyfed predict --scores line %q", l)
+		}
+		preds = append(preds, f[2])
+	}
+	acc, ok := res["accuracy"].(float64)
+	samples, _ := res["samples"].(float64)
+	if !ok || int(samples) != len(preds) || len(preds) == 0 {
+		t.Fatalf("hyfed predict: %v with %d score lines", res, len(preds))
+	}
+	if d := math.Abs(acc - float64(st.Model.HeldoutAccuracy)); !(d <= 1e-9) {
+		t.Fatalf("hyfed predict on the %d held-out samples: accuracy %.12f; the status shows %.12f for round %d", len(preds), acc, float64(st.Model.HeldoutAccuracy), round)
+	}
+	t.Logf("hyfed predict on the %d held-out samples: accuracy %.12f, as the status shows for round %d", len(preds), acc, round)
+
+	ll, err := exec.LookPath("liblinear-predict")
+	if err != nil {
+		requireOr(t, "liblinear-predict is not installed (make liblinear, or apt-get install liblinear-tools)")
+		return
+	}
+	labels := filepath.Join(dir, "liblinear.out")
+	msg, err := exec.Command(ll, held, path, labels).CombinedOutput()
+	if err != nil {
+		t.Fatalf("liblinear-predict: %v\n%s", err, msg)
+	}
+	f, err := os.Open(labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	i := 0
+	for ; sc.Scan(); i++ {
+		if i >= len(preds) || sc.Text() != preds[i] {
+			t.Fatalf("held-out sample %d: liblinear-predict says %q, hyfed predict %q", i, sc.Text(), preds[min(i, len(preds)-1)])
+		}
+	}
+	if i != len(preds) {
+		t.Fatalf("liblinear-predict labelled %d samples, hyfed predict %d", i, len(preds))
+	}
+	mm := regexp.MustCompile(`\((\d+)/(\d+)\)`).FindStringSubmatch(string(msg))
+	if mm == nil {
+		t.Fatalf("liblinear-predict printed %q", msg)
+	}
+	right, _ := strconv.Atoi(mm[1])
+	total, _ := strconv.Atoi(mm[2])
+	if total != len(preds) || float64(right)/float64(total) != acc {
+		t.Fatalf("liblinear-predict: %s; hyfed predict: accuracy %v of %d", bytes.TrimSpace(msg), acc, len(preds))
+	}
+	t.Logf("liblinear-predict agrees on all %d labels: %s", i, bytes.TrimSpace(msg))
+}
