@@ -126,8 +126,8 @@ func TestAPI(t *testing.T) {
 		}
 	}
 	for _, pv := range st.Participants {
-		if pv.Name == "" || pv.Samples == 0 {
-			t.Fatalf("participant %+v", pv)
+		if pv.Name == "" || pv.Samples == 0 || pv.State != "finished" {
+			t.Fatalf("participant %+v after the end, want state finished", pv)
 		}
 	}
 	// The model handed out is the round with the lowest primal, and the

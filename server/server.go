@@ -432,7 +432,7 @@ func (s *Server) create(req CreateRequest, creator string) (*CreateResponse, err
 // ParticipantView is a participant as the status shows it.
 type ParticipantView struct {
 	Name     string `json:"name"`
-	State    string `json:"state"` // connected, ready, away, left-before-start
+	State    string `json:"state"` // connected, ready, away, finished, left-before-start
 	Samples  int    `json:"samples"`
 	Features int    `json:"features"`
 	Active   bool   `json:"active"`
@@ -498,9 +498,13 @@ type ModelSummary struct {
 	HeldoutAccuracy Float `json:"heldout_accuracy"`
 }
 
-// participantState names a registered participant's state for people.
-func participantState(ci protocol.ClientInfo) string {
+// participantState names a registered participant's state for people:
+// once the federation has ended, everyone who took part is "finished",
+// not "away".
+func participantState(ci protocol.ClientInfo, ended bool) string {
 	switch {
+	case ended:
+		return "finished"
 	case ci.Connected && ci.Ready:
 		return "ready"
 	case ci.Connected:
@@ -529,7 +533,7 @@ func (f *federation) status() Status {
 		pv := ParticipantView{Name: name, State: "left-before-start"}
 		if k < len(infos) && infos[k].Registered {
 			ci := infos[k]
-			pv.Samples, pv.Features, pv.Active, pv.State = ci.Samples, ci.Features, ci.Active, participantState(ci)
+			pv.Samples, pv.Features, pv.Active, pv.State = ci.Samples, ci.Features, ci.Active, participantState(ci, f.finished)
 		}
 		st.Participants = append(st.Participants, pv)
 	}

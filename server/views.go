@@ -363,7 +363,7 @@ func (f *federation) serverView(a access) (*ServerView, error) {
 			continue
 		}
 		ci := infos[k]
-		p.Samples, p.Features, p.State = ci.Samples, ci.Features, participantState(ci)
+		p.Samples, p.Features, p.State = ci.Samples, ci.Features, participantState(ci, f.finished)
 		if k < len(held.Clients) && held.Alpha != nil && len(held.Clients[k].Slots) > 0 {
 			hc := held.Clients[k]
 			dual, err := summarize(f.scheme, key, held.Alpha, hc.Chunks, hc.Slots)
