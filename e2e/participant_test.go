@@ -346,6 +346,9 @@ func TestDemoNewcomer(t *testing.T) {
 	if st.Round != rounds || len(st.Participants) != 4 {
 		t.Fatalf("finished at round %d with %d participants", st.Round, len(st.Participants))
 	}
+	// The join page's header follows the federation live: finished, not
+	// "waiting, 0 of 4 registered".
+	tb.waitJS("the join page's header to say finished", "document.getElementById('fed').textContent.includes(': finished, 4 participants')", 10*time.Second)
 	// The organizer's dashboard offers the same model.
 	dash.waitJS("the dashboard's downloads", fmt.Sprintf("document.getElementById('model-box').dataset.state === 'finished' && document.getElementById('model-box').dataset.round === '%d' && !document.getElementById('dl-model').disabled", st.Model.Round), 10*time.Second)
 	type seen struct {

@@ -93,10 +93,28 @@ H.getJSON(api, link.invite).then(s => {
   if (state.pstar) $('gap-label').textContent = 'relative loss';
   else if (state.algo !== 'hyfdca') $('gap-label').textContent = 'objective P(w)';
   $('rounds').textContent = s.config.rounds;
-  $('fed').textContent = (s.name || s.id) + ': ' + s.state + ', ' + s.participants.length + ' of ' + s.config.min_participants +
-    ' participants registered' + (s.config.num_features ? ', ' + s.config.num_features + ' features' : '');
+  showFed(s);
   if (s.demo) loadDemoList();
 }).catch(e => { $('fed').textContent = ''; errorOfCall(e); });
+
+// showFed writes the header line: the federation's state and how many have
+// registered, kept live from the event stream (the status when it opens,
+// a re-read on every participant or state event).
+function showFed(s) {
+  let t = (s.name || s.id) + ': ' + s.state;
+  if (s.state === 'waiting') t += ', ' + s.participants.length + ' of ' + s.config.min_participants + ' participants registered';
+  else t += ', ' + s.participants.length + ' participants';
+  if (s.config.num_features) t += ', ' + s.config.num_features + ' features';
+  $('fed').textContent = t;
+}
+let fedTimer = null;
+function refreshFed() {
+  if (fedTimer) return;
+  fedTimer = setTimeout(() => {
+    fedTimer = null;
+    H.getJSON(api, link.invite).then(showFed).catch(() => { /* the next event tries again */ });
+  }, 300);
+}
 
 function loadDemoList() {
   H.getJSON(api + '/demo-blocks', link.invite).then(list => {
@@ -233,8 +251,10 @@ function showSent(s) {
 
 // The federation's progress: loss and accuracy (the invitation may read it).
 H.events(api + '/events', link.invite, (type, data) => {
+  if (type === 'status') { showFed(JSON.parse(data)); return; }
   if (type !== 'message') return;
   const ev = JSON.parse(data);
+  if (ev.type === 'participant' || ev.type === 'state') refreshFed();
   if (ev.type === 'round' || ev.type === 'state') downloads.refresh();
   if (ev.type === 'round' && ev.metrics) {
     const m = ev.metrics;
