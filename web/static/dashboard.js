@@ -322,6 +322,13 @@ async function loadModel() {
 
 // ---- the curious server (hyfed serve --curious): attack progress, no data ----
 let attackRound = -1;
+// attackWhen is the last column: a round only where there was something to
+// solve (with nothing readable, "reconstructed at round 100" next to
+// "nothing readable" contradicted itself).
+function attackWhen(p) {
+  if (p.equations === 0) return 'nothing to solve';
+  return p.reconstructed_round === null ? '–' : 'round ' + p.reconstructed_round;
+}
 function showAttack(v) {
   $('attack-box').hidden = false;
   $('attack-note').textContent = v.note + ' Attack: ' + v.attack + '.';
@@ -333,7 +340,7 @@ function showAttack(v) {
       'data-round': p.reconstructed_round === null ? '' : p.reconstructed_round});
     if (p.equations === 0) tr.className = 'attack-none';
     for (const c of [p.name, p.equations + ' (' + p.rounds + ')', p.rank + ' / ' + p.features, p.unreadable,
-      p.rows_determined + ' of ' + p.samples, p.status, p.reconstructed_round === null ? '–' : p.reconstructed_round]) tr.appendChild(H.el('td', c));
+      p.rows_determined + ' of ' + p.samples, p.status, attackWhen(p)]) tr.appendChild(H.el('td', c));
     tb.appendChild(tr);
   }
   if (!v.participants.length) tb.appendChild(H.el('tr')).appendChild(H.el('td', 'nobody yet', {colspan: 7, class: 'muted'}));
