@@ -192,6 +192,17 @@ func TestRestartLoadsLazily(t *testing.T) {
 			t.Fatalf("federation %s loaded at start", id)
 		}
 	}
+	// A request without a valid token loads nothing.
+	for _, tok := range []string{"", "made-up"} {
+		if code, _ := again.raw(t, "GET", "/api/federations/"+ids[3], tok, "", ""); code != 401 {
+			t.Fatalf("status with token %q: HTTP %d", tok, code)
+		}
+		ws := rawDial(t, strings.Replace(again.http.URL, "http", "ws", 1)+"/api/federations/"+ids[3]+"/ws", []string{protocol.SocketProtocol, protocol.SocketInvitePrefix + tok}, nil)
+		expectError(t, ws, protocol.CodeBadInvite)
+	}
+	if again.Server.feds[ids[3]].loaded.Load() {
+		t.Fatal("requests without a valid token loaded the federation")
+	}
 	again.admin = ts.admin
 	if st := again.status(t, ids[7]); st.State != "waiting" {
 		t.Fatalf("state %s", st.State)

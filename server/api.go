@@ -160,14 +160,6 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	c.JSON(status, body)
 }
 
-func (s *Server) lookup(c echo.Context) (*federation, error) {
-	f := s.federation(c.Param("id"))
-	if f == nil {
-		return nil, httpError(http.StatusNotFound, "unknown-federation", "no federation %q on this server", c.Param("id"))
-	}
-	return f, nil
-}
-
 func (s *Server) handleCreate(c echo.Context) error {
 	creator := "operator"
 	switch {
@@ -260,8 +252,8 @@ func (s *Server) handleSocket(c echo.Context) error {
 	// The token is checked before anything is read from the socket; a
 	// refusal is still upgraded (with small buffers) to carry a typed
 	// error, since a page's WebSocket cannot read an HTTP error body.
-	f := s.federation(c.Param("id"))
-	if f == nil {
+	f, err := s.record(c)
+	if err != nil {
 		refuse(c, protocol.CodeUnknownFederation, fmt.Sprintf("no federation %q on this server", c.Param("id")))
 		return nil
 	}
@@ -280,6 +272,10 @@ func (s *Server) handleSocket(c echo.Context) error {
 		}
 	default:
 		refuse(c, protocol.CodeBadInvite, "no invite or session token: a participant's socket offers the subprotocol "+protocol.SocketInvitePrefix+"<invite> or "+protocol.SocketSessionPrefix+"<session>")
+		return nil
+	}
+	if !f.ensure() {
+		refuse(c, protocol.CodeUnknownFederation, fmt.Sprintf("no federation %q on this server", c.Param("id")))
 		return nil
 	}
 	if !f.pending.reserve(s.opt.MaxPending) {

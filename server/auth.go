@@ -61,6 +61,9 @@ func (f *federation) authorize(tok string) access {
 	case eq(f.meta.InviteHash):
 		return access{role: roleInvite, client: -1}
 	}
+	if f.loadSessions() != nil {
+		return access{}
+	}
 	f.sessMu.RLock()
 	k, ok := f.sessions[string(h)]
 	f.sessMu.RUnlock()
@@ -84,9 +87,11 @@ func errToken(what string) error {
 }
 
 // member looks the federation up and checks that the request carries one
-// of its tokens.
+// of its tokens. The token is checked against the federation's record
+// before the federation is loaded: a request without a valid token never
+// makes the server read a checkpoint.
 func (s *Server) member(c echo.Context, what string) (*federation, access, error) {
-	f, err := s.lookup(c)
+	f, err := s.record(c)
 	if err != nil {
 		return nil, access{}, err
 	}
@@ -94,19 +99,42 @@ func (s *Server) member(c echo.Context, what string) (*federation, access, error
 	if !a.member() {
 		return nil, a, errToken(what)
 	}
-	return f, a, nil
+	return f, a, s.load(c, f)
 }
 
-// admin looks the federation up and checks for its admin token.
+// adminOf looks the federation up and checks for its admin token.
 func (s *Server) adminOf(c echo.Context, what string) (*federation, error) {
-	f, err := s.lookup(c)
+	f, err := s.record(c)
 	if err != nil {
 		return nil, err
 	}
 	if f.authorize(bearer(c)).role != roleAdmin {
 		return nil, httpError(http.StatusUnauthorized, "bad-token", "%s needs the federation's admin token (Authorization: Bearer ...)", what)
 	}
+	return f, s.load(c, f)
+}
+
+// record is the federation of the request's :id, loaded or not.
+func (s *Server) record(c echo.Context) (*federation, error) {
+	s.mu.Lock()
+	f := s.feds[c.Param("id")]
+	s.mu.Unlock()
+	if f == nil {
+		return nil, errUnknown(c.Param("id"))
+	}
 	return f, nil
+}
+
+// load loads an authorized request's federation.
+func (s *Server) load(c echo.Context, f *federation) error {
+	if !f.ensure() {
+		return errUnknown(c.Param("id"))
+	}
+	return nil
+}
+
+func errUnknown(id string) error {
+	return httpError(http.StatusNotFound, "unknown-federation", "no federation %q on this server", id)
 }
 
 // operator says whether the request carries the server's create token.

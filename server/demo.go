@@ -33,12 +33,15 @@ type DemoBlock struct {
 // demoBlocks checks for the invite or the admin token: a demo block is
 // for whoever may join.
 func (s *Server) demoBlocks(c echo.Context) (*federation, []*partition.Block, error) {
-	f, err := s.lookup(c)
+	f, err := s.record(c)
 	if err != nil {
 		return nil, nil, err
 	}
 	if r := f.authorize(bearer(c)).role; r != roleInvite && r != roleAdmin {
 		return nil, nil, httpError(http.StatusUnauthorized, "bad-token", "demo blocks need the federation's invite (the join link carries it) or admin token (Authorization: Bearer ...)")
+	}
+	if err := s.load(c, f); err != nil {
+		return nil, nil, err
 	}
 	if !f.meta.Demo {
 		return nil, nil, httpError(http.StatusNotFound, "not-demo", "federation %q is not a demo federation: bring your own block file", f.meta.ID)

@@ -32,9 +32,13 @@ type federation struct {
 	broken string // the state on disk could not be restored
 	conns  map[int]*conn
 	// sessions maps session token hashes to clients. It has its own lock
-	// so that checking a token never waits for a round's work under mu.
-	sessMu   sync.RWMutex
-	sessions map[string]int
+	// so that checking a token never waits for a round's work under mu;
+	// loadSessions fills it (and registered) from disk once.
+	sessMu     sync.RWMutex
+	sessions   map[string]int
+	sessOnce   sync.Once
+	sessErr    error
+	registered []sessionMeta
 	names    []string // per client
 	timer    *time.Timer
 	timerSeq int
@@ -75,6 +79,25 @@ func newFederation(s *Server, m meta, scheme seal.Scheme) *federation {
 	return f
 }
 
+// loadSessions reads the registrations once (a small file): checking a
+// session token needs them, the rest of the federation not (ensure).
+func (f *federation) loadSessions() error {
+	f.sessOnce.Do(func() {
+		sessions, err := readSessions(f.dir())
+		if err != nil {
+			f.log.Error("registrations cannot be read", "error", err)
+			f.sessErr = err
+		}
+		f.registered = append(append([]sessionMeta(nil), f.meta.Sessions...), sessions...)
+		f.sessMu.Lock()
+		for _, sm := range f.registered {
+			f.sessions[sm.Hash] = sm.Client
+		}
+		f.sessMu.Unlock()
+	})
+	return f.sessErr
+}
+
 // ensure loads the federation once: its registrations, its checkpoint,
 // its background workers. It reports false if the federation cannot be
 // had at all (not even as broken).
@@ -89,15 +112,10 @@ func (f *federation) ensure() bool {
 }
 
 func (f *federation) loadLocked() bool {
-	sessions, err := readSessions(f.dir())
-	if err != nil {
-		f.log.Error("registrations cannot be read", "error", err)
+	if err := f.loadSessions(); err != nil {
 		f.broken = err.Error()
 	}
-	for _, sm := range append(append([]sessionMeta(nil), f.meta.Sessions...), sessions...) {
-		f.sessMu.Lock()
-		f.sessions[sm.Hash] = sm.Client
-		f.sessMu.Unlock()
+	for _, sm := range f.registered {
 		for len(f.names) <= sm.Client {
 			f.names = append(f.names, "")
 		}
