@@ -39,12 +39,12 @@ type federation struct {
 	sessOnce   sync.Once
 	sessErr    error
 	registered []sessionMeta
-	names    []string // per client
-	timer    *time.Timer
-	timerSeq int
-	reported int // history entries already sent as events
-	phase    string
-	finished bool
+	names      []string // per client
+	timer      *time.Timer
+	timerSeq   int
+	reported   int // history entries already sent as events
+	phase      string
+	finished   bool
 	// lastState is the state last published as an event.
 	lastState string
 	events    *hub
