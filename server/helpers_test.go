@@ -209,3 +209,15 @@ func sameFloat(a, b float64) bool { return a == b || (a != a && b != b) }
 func fmtRound(r *MetricsView) string {
 	return fmt.Sprintf("round %d primal %v dual %v", r.Round, float64(r.Primal), float64(r.Dual))
 }
+
+// federation returns a loaded federation, or nil (the tests' look-up; the
+// routes check a token first: auth.go).
+func (s *Server) federation(id string) *federation {
+	s.mu.Lock()
+	f := s.feds[id]
+	s.mu.Unlock()
+	if f == nil || !f.ensure() {
+		return nil
+	}
+	return f
+}

@@ -234,17 +234,6 @@ func (s *Server) snapshot() []*federation {
 	return feds
 }
 
-// federation returns a loaded federation, or nil.
-func (s *Server) federation(id string) *federation {
-	s.mu.Lock()
-	f := s.feds[id]
-	s.mu.Unlock()
-	if f == nil || !f.ensure() {
-		return nil
-	}
-	return f
-}
-
 // all returns the loaded federations.
 func (s *Server) all() []*federation {
 	feds := s.snapshot()
