@@ -289,8 +289,8 @@ func TestTranscripts(t *testing.T) {
 		script []scriptStep
 	}{
 		{"plain", "two plain rounds of the default step, every participant active", hyfed, nil},
-		{"absent-holder", "client 1 (a feature holder of group 0) leaves before round 1: its group does not update, the other does",
-			hyfed, []scriptStep{{1, "", "drop", 1}}},
+		{"absent-holder", "client 1 (a feature holder of group 0) leaves during round 0's metrics and stays away: group 0 does not update, group 1 does",
+			hyfed, []scriptStep{{0, PhaseMetrics, "drop", 1}}},
 		{"refresh", "client 1 leaves in round 1's step phase (nothing is applied) and returns in round 2: it is set up at once and refreshed at the start of round 3, before it takes part",
 			withRounds(hyfed, 3), []scriptStep{{1, PhaseStep, "drop", 1}, {2, "", "join", 1}}},
 		{"sealprimal", "the default step with the primal side sealed: participants seal hat_w and dw, one opens the sums",
@@ -431,6 +431,21 @@ func firstDiff(want, got string) string {
 	for j := i; j < min(len(g), i+3); j++ {
 		fmt.Fprintf(&b, "+ %4d   %s\n", j+1, g[j])
 	}
+	if i < len(w) && i < len(g) {
+		c := 0
+		for c < len(w[i]) && c < len(g[i]) && w[i][c] == g[i][c] {
+			c++
+		}
+		lo := max(0, c-40)
+		fmt.Fprintf(&b, "line %d first differs at column %d:\n- ...%s\n+ ...%s\n", i+1, c+1, clip(w[i][lo:], 100), clip(g[i][lo:], 100))
+	}
 	fmt.Fprintf(&b, "(file %d lines, this run %d)", len(w), len(g))
 	return b.String()
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }
