@@ -60,13 +60,13 @@ func (tr *transcript) rounds() {
 	}
 }
 
-func (tr *transcript) where(m *Message) string {
+// where is the coordinator's round and phase ("-" between phases).
+func (tr *transcript) where() string {
 	ph := tr.c.Phase()
 	if ph == "" {
 		ph = "-"
 	}
-	s := fmt.Sprintf("r%d %-9s", tr.c.Round(), ph)
-	return s
+	return fmt.Sprintf("r%d %-9s", tr.c.Round(), ph)
 }
 
 func (tr *transcript) line(from, to string, m *Message, note string) {
@@ -75,7 +75,7 @@ func (tr *transcript) line(from, to string, m *Message, note string) {
 	if m.Round != tr.c.Round() && m.Kind != KindHello {
 		at = fmt.Sprintf(" @r%d", m.Round)
 	}
-	tr.printf("%s %-3s -> %-3s %s%s%s%s\n", tr.where(m), from, to, m.Kind, at, fields(m), note)
+	tr.printf("%s %-3s -> %-3s %s%s%s%s\n", tr.where(), from, to, m.Kind, at, fields(m), note)
 }
 
 // Next implements Transport: it prints what the coordinator takes in.
@@ -83,7 +83,7 @@ func (tr *transcript) Next(ctx context.Context) (Event, error) {
 	ev, err := tr.mem.Next(ctx)
 	if errors.Is(err, ErrIdle) && tr.c.Phase() != "" {
 		tr.rounds()
-		tr.printf("%s -- nothing more arrives: the phase's deadline\n", tr.where(nil))
+		tr.printf("%s -- nothing more arrives: the phase's deadline\n", tr.where())
 	}
 	if err != nil {
 		return ev, err
@@ -92,7 +92,7 @@ func (tr *transcript) Next(ctx context.Context) (Event, error) {
 	switch ev.Kind {
 	case EventLeave:
 		tr.rounds()
-		tr.printf("%s %-3s -x %-3s (connection ended)\n", tr.where(nil), from, "S")
+		tr.printf("%s %-3s -x %-3s (connection ended)\n", tr.where(), from, "S")
 	default:
 		tr.line(from, "S", &ev.Msg, "")
 	}
@@ -335,6 +335,7 @@ func runTranscript(t *testing.T, blocks []partition.Block, cfg Config, about str
 	f := newFedScheme(t, blocks, cfg, scheme)
 	tr := &transcript{c: f.coord, mem: f.mem}
 	tr.printf("# %s\n# %s\n", about, configLine(cfg, len(blocks)))
+	tr.printf("# round phase  from -> to  kind  fields (the format: transcript_test.go)\n")
 	crashes := false
 	for _, s := range script {
 		crashes = crashes || s.do == "crash"
@@ -358,15 +359,15 @@ func runTranscript(t *testing.T, blocks []partition.Block, cfg Config, about str
 			tr.rounds()
 			switch s.do {
 			case "drop":
-				tr.printf("%s -- drop c%d\n", tr.where(nil), s.k)
+				tr.printf("%s -- drop c%d\n", tr.where(), s.k)
 				f.mem.Drop(s.k)
 			case "join":
-				tr.printf("%s -- c%d joins again (a fresh participant)\n", tr.where(nil), s.k)
+				tr.printf("%s -- c%d joins again (a fresh participant)\n", tr.where(), s.k)
 				if err := f.mem.Join(s.k); err != nil {
 					t.Fatal(err)
 				}
 			case "crash":
-				tr.printf("%s -- the server dies\n", tr.where(nil))
+				tr.printf("%s -- the server dies\n", tr.where())
 				cancel()
 			}
 		}
