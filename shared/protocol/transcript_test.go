@@ -28,9 +28,12 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts in testd
 //	r<round> <phase>  <from> -> <to>  <kind>  <fields>
 //
 // S is the coordinator, c<k> participant k. The round and phase are the
-// coordinator's when it sent the message or took it in; a message whose own
-// Round field differs says so with @r<n>. Fields are the ones set, in short
-// form: slices of numbers in brackets, sealed vectors as
+// coordinator's: for a message it receives, before it takes the message in;
+// for one it sends, after the call that produced it (so a phase's requests
+// carry that phase's name). A message whose own Round field differs from the
+// coordinator's round says so with @r<n>. Fields are the ones set, in short
+// form: slices of numbers in brackets (a run of three or more equal values
+// as value*count), sealed vectors as
 // sealed{<chunks>ch <values>v: slot=value ...} (the plaintext scheme, so the
 // values are readable; zero slots are left out). "-- ..." lines are the
 // script (drops, joins, restarts) and the transport (a phase deadline);
@@ -118,7 +121,7 @@ func nums(v []float64) string {
 	for i, x := range v {
 		s[i] = num(x)
 	}
-	return "[" + strings.Join(s, " ") + "]"
+	return runs(s)
 }
 
 func ints(v []int) string {
@@ -126,7 +129,26 @@ func ints(v []int) string {
 	for i, x := range v {
 		s[i] = strconv.Itoa(x)
 	}
-	return "[" + strings.Join(s, " ") + "]"
+	return runs(s)
+}
+
+// runs joins printed numbers in brackets, a run of three or more equal
+// ones as value*count: [0 4*16] is a 0 and sixteen 4s.
+func runs(s []string) string {
+	var out []string
+	for i := 0; i < len(s); {
+		j := i + 1
+		for j < len(s) && s[j] == s[i] {
+			j++
+		}
+		if j-i >= 3 {
+			out = append(out, fmt.Sprintf("%s*%d", s[i], j-i))
+		} else {
+			out = append(out, s[i:j]...)
+		}
+		i = j
+	}
+	return "[" + strings.Join(out, " ") + "]"
 }
 
 // sealed prints a plaintext-sealed vector: its chunk count, its nonzero
