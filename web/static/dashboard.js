@@ -77,8 +77,8 @@ function applyStatus(s) {
   $('scheme').textContent = s.config.scheme === 'plaintext' ? 'plaintext (NOT encrypted)' : s.config.scheme;
   setRound(s.round);
   showPeople(s);
-  if (s.config.pstar) $('h-loss').textContent = 'Relative loss (P−P*)/P*, log scale (P* = ' + H.num(s.config.pstar, 8) + ', given by the organizer)';
-  else if (primalOnly()) $('h-loss').textContent = 'Objective P(w), log scale (' + s.config.algo + ' has no dual, so no gap; give P* for the relative loss)';
+  if (s.config.pstar) $('h-loss').textContent = 'Relative loss: how far the objective is above its optimum, as a share of the optimum, log scale (the optimum ' + H.num(s.config.pstar, 8) + ' was given by the organizer; (P−P*)/P*)';
+  else if (primalOnly()) $('h-loss').textContent = 'Objective, log scale (' + s.config.algo + ' has no dual, so no gap; an organizer who gives the optimum gets the relative loss)';
   if (s.config.num_features) numFeatures = s.config.num_features;
 }
 
