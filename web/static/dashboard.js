@@ -130,12 +130,6 @@ const HEIGHT = 220;
 
 function widthOf(el) { return Math.max(200, el.clientWidth); }
 
-function fmtSci(v) {
-  if (v == null) return '';
-  const e = Math.round(Math.log10(v));
-  return Math.abs(v - Math.pow(10, e)) < 1e-9 * v ? '1e' + e : H.num(v, 2);
-}
-
 function makeChart(key, el, opts, data) {
   if (charts[key]) charts[key].destroy();
   el.textContent = '';
@@ -147,10 +141,21 @@ function makeChart(key, el, opts, data) {
 let phaseKeys = '';
 function buildCharts(d) {
   makeChart('loss', $('chart-loss'), {
-    scales: {x: {time: false}, y: {distr: 3, log: 10}},
+    // The y range hugs the data (a little room either side), not whole
+    // decades: values from 0.25 to 0.35 fill the chart.
+    scales: {x: {time: false}, y: {distr: 3, log: 10, range: (u, min, max) => min > 0 && max > 0 ? [min / 1.15, max * 1.15] : [0.1, 1]}},
     series: [{label: 'round'}, {label: status && status.config.pstar ? 'relative loss' : primalOnly() ? 'P(w)' : 'relative gap', stroke: '#c0392b', width: 1.5, spanGaps: true,
       value: (u, v) => v == null ? '–' : H.num(v, 3)}],
-    axes: [{label: 'round'}, {values: (u, vals) => vals.map(fmtSci), size: 55}],
+    axes: [{label: 'round'}, {size: 55, space: 18,
+      // Ticks of our own: uPlot's log axis labels only whole decades,
+      // so values near 0.3 got the labels 1e0 and 1e-1 and nothing between.
+      splits: (u, i, min, max) => H.logTicks(min, max, u.bbox.height / devicePixelRatio),
+      filter: (u, splits) => splits,
+      values: (u, vals) => {
+        const labels = vals.map(H.tickLabel);
+        $('chart-loss').dataset.yticks = labels.join(' ');
+        return labels;
+      }}],
   }, [d.x, d.gap]);
   makeChart('acc', $('chart-acc'), {
     scales: {x: {time: false}},
