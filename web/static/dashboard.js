@@ -138,6 +138,15 @@ function makeChart(key, el, opts, data) {
   return u;
 }
 
+// The charts follow the page's width (a phone turned, a window resized).
+let resizing = 0;
+window.addEventListener('resize', () => {
+  clearTimeout(resizing);
+  resizing = setTimeout(() => {
+    for (const u of Object.values(charts)) u.setSize({width: widthOf(u.root.parentNode), height: HEIGHT});
+  }, 100);
+});
+
 let phaseKeys = '';
 function buildCharts(d) {
   makeChart('loss', $('chart-loss'), {
