@@ -77,7 +77,7 @@ func TestBaselineInTheBrowser(t *testing.T) {
 		t.Fatalf("local-part row of the sent table %q: want %d frames and 0 plaintext numbers", row, rounds)
 	}
 	dash.waitJS("the objective on the dashboard", fmt.Sprintf("Number(document.getElementById('chart-loss').dataset.points) === %d", rounds+1), 20*time.Second)
-	if h := dash.text("#h-loss"); !strings.HasPrefix(h, "Objective P(w)") {
+	if h := dash.text("#h-loss"); !strings.HasPrefix(h, "Objective, log scale") {
 		t.Fatalf("the dashboard's loss chart is titled %q, want the objective (FedAvg has no gap)", h)
 	}
 	screenshot(t, dash, "dashboard-fedavg.png")

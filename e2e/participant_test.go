@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -371,7 +372,37 @@ func TestDemoNewcomer(t *testing.T) {
 	if !running {
 		dash.fatalf("the dashboard never offered the model while training ran")
 	}
+	checkLogTicks(t, dash)
 	checkModelDownload(t, tb, hyfed, fed.ID, st)
 	screenshot(t, dash, "demo-dashboard.png")
 	screenshot(t, tb, "demo-join.png")
+}
+
+// checkLogTicks checks the loss chart's log axis: labels between the
+// decades where the values are (issue 17: values near 0.3 were labelled
+// only 1e0 and 1e-1), drawn from the run's own points and from known ranges.
+func checkLogTicks(t *testing.T, dash *tab) {
+	t.Helper()
+	dash.waitJS("the loss chart's tick labels", "!!document.getElementById('chart-loss').dataset.yticks", 10*time.Second)
+	labels := strings.Fields(evalJS[string](dash, "document.getElementById('chart-loss').dataset.yticks"))
+	if len(labels) < 3 {
+		dash.fatalf("the loss chart's y axis has the labels %q, want at least 3", labels)
+	}
+	for _, tc := range []struct {
+		min, max float64
+		want     string
+	}{
+		{0.25, 0.4, "0.3"}, {0.2, 0.6, "0.2 0.3 0.4 0.5 0.6"}, {0.02, 0.9, "0.1"}, {1e-6, 1, "1e-6"},
+	} {
+		got := evalJS[string](dash, fmt.Sprintf("hyfed.logTicks(%g, %g, 200).map(hyfed.tickLabel).join(' ')", tc.min, tc.max))
+		fields := strings.Fields(got)
+		ok := len(fields) >= 3 && len(fields) <= 12
+		for _, w := range strings.Fields(tc.want) {
+			ok = ok && slices.Contains(fields, w)
+		}
+		if !ok {
+			dash.fatalf("log ticks from %g to %g: %q, want 3 to 12 labels among them %q", tc.min, tc.max, got, tc.want)
+		}
+	}
+	t.Logf("the loss chart's y labels: %v", labels)
 }

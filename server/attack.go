@@ -19,7 +19,7 @@ import (
 // what it receives, live, to show what encryption protects. Every message
 // a federation's connections read or write goes to a curious.Observer (a
 // copy of its vectors, taken in the connection's goroutine); a worker
-// per federation runs the inner-product attack of the HyFDCA paper, sec. 3 (b) on
+// per federation runs the inner-product attack (the leak the HyFDCA paper points out) on
 // them off the round loop, at most every attackEvery, and keeps the
 // latest reconstruction of each participant. Progress is public
 // (GET .../attack); a participant's reconstructed rows go only to the
@@ -369,7 +369,7 @@ type AttackRow struct {
 	Values []Float `json:"values"`
 }
 
-const attackName = "inner products (the HyFDCA paper, sec. 3 (b)): the vectors the server sent (w, u) and each sample's inner product with them, solved by least squares per sample"
+const attackName = "the server keeps the vectors it sent each participant (the model and each round's search direction) and the inner product each of the participant's samples returned with them, and solves these equations for the sample's values by least squares, one sample at a time (the leak the HyFDCA paper names among its open problems)"
 
 func (s *Server) attackOf(c echo.Context) (*federation, access, error) {
 	f, a, err := s.member(c, "the curious server's progress")

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/labstack/echo/v4"
 )
 
@@ -20,6 +21,10 @@ type DemoData interface {
 	// Fill runs simulated native participants with the given blocks, in
 	// that order, in the background.
 	Fill(id string, blocks []int) error
+	// Seat returns the demo block a registering participant holds (its
+	// hello's pseudonyms are those of the block's records, which only the
+	// secret's holder can tell), or -1.
+	Seat(id string, hello *protocol.Message) int
 }
 
 // DemoBlock is one entry of GET /api/federations/:id/demo-blocks.
@@ -27,7 +32,7 @@ type DemoBlock struct {
 	Block    int  `json:"block"`
 	Samples  int  `json:"samples"`
 	Features int  `json:"features"`
-	Taken    bool `json:"taken"` // handed to a page or to a simulated participant
+	Taken    bool `json:"taken"` // a participant registered with it, or a simulated one was started for it
 }
 
 // demoBlocks checks for the invite or the admin token: a demo block is
@@ -74,7 +79,7 @@ func (s *Server) handleDemoList(c echo.Context) error {
 
 // handleDemoBlock hands demo block k to a page as a LIBSVM block file.
 func (s *Server) handleDemoBlock(c echo.Context) error {
-	f, blocks, err := s.demoBlocks(c)
+	_, blocks, err := s.demoBlocks(c)
 	if err != nil {
 		return err
 	}
@@ -86,7 +91,9 @@ func (s *Server) handleDemoBlock(c echo.Context) error {
 	if err := partition.WriteLIBSVM(&buf, blocks[k]); err != nil {
 		return err
 	}
-	s.take(f.meta.ID, k)
+	// Loading a block takes no seat: the seat is taken when a participant
+	// registers with the block (register), so a page left without joining
+	// leaves its block to "fill the free seats".
 	c.Response().Header().Set("Content-Disposition", "attachment; filename=demo-block-"+strconv.Itoa(k)+".libsvm")
 	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", buf.Bytes())
 }

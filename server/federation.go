@@ -403,6 +403,15 @@ func (f *federation) register(c *conn, hello protocol.Message, a access) bool {
 		if err := f.appendSession(sm); err != nil {
 			f.log.Error("cannot save the new session", "error", err)
 		}
+		// A demo block's seat is taken by the participant that joins with
+		// it, not by the page that loaded it, and before the welcome. (s.mu is never held while
+		// taking f.mu, so taking it here is safe.)
+		if f.meta.Demo && f.srv.opt.Demo != nil {
+			if b := f.srv.opt.Demo.Seat(f.meta.ID, &hello); b >= 0 {
+				f.srv.take(f.meta.ID, b)
+				f.log.Info("demo seat taken", "client", k, "block", b)
+			}
+		}
 		c.send(protocol.Message{Kind: protocol.KindWelcome, Session: tok, Name: name})
 	} else {
 		c.send(protocol.Message{Kind: protocol.KindWelcome, Name: f.name(k)})

@@ -133,7 +133,7 @@ const (
 )
 
 var alsoPlaintext = []string{
-	"the global model w and every participant's primal contribution hat_w_k",
+	"the global model w and every participant's primal contribution (its share of the model, on the features it holds)",
 	"each round, every holder's share of the change of its primal contribution (dw)",
 	"each round, per reporting holder, sums of loss, dual term and correct predictions over its sample groups",
 	"once, per sample group and holder, the squared norm of the block's mean row and its centered variance",
@@ -327,7 +327,7 @@ func (f *federation) serverView(a access) (*ServerView, error) {
 		v.Note += " This federation runs " + cfg.Algo + ", a baseline: no dual values move (the sealed ones below stay 0); each participant's local model reaches the server only sealed, and only their sum is opened."
 	}
 	if cfg.SealPrimal {
-		v.Note += " Sealed primal: every participant's hat_w_k and its changes arrive sealed too; the server holds only their sum, w, which a participant opens for it."
+		v.Note += " Sealed primal: every participant's primal contribution (its share of the model) and its changes arrive sealed too; the server holds only their sum, w, which a participant opens for it."
 		v.AlsoPlaintext = alsoPlaintextSealedPrimal
 	}
 	started := f.coord.Started()
@@ -384,10 +384,10 @@ func (f *federation) serverView(a access) (*ServerView, error) {
 		}
 		if started && k < len(held.Clients) && a.mayReadClient(k) {
 			if hw := f.coord.HatW(k); hw != nil {
-				p.HatW = plainView("primal contribution hat_w_k (on its features)", hw, held.Clients[k].Features)
+				p.HatW = plainView("primal contribution: this participant's share of the model, on the features it holds", hw, held.Clients[k].Features)
 			}
 			if dw, r := f.coord.LastChange(k); dw != nil {
-				p.Change = plainView(fmt.Sprintf("change of hat_w_k received in round %d: dw_k = X_k^T d, a combination of the %d sample(s) per group the round moved", r, cfg.Inner), dw, held.Clients[k].Features)
+				p.Change = plainView(fmt.Sprintf("change of the primal contribution received in round %d: a weighted sum of the rows of the %d sample(s) per group the round moved", r, cfg.Inner), dw, held.Clients[k].Features)
 			}
 			p.PrimalSealed = cfg.SealPrimal
 		}

@@ -242,6 +242,10 @@ func testViews(t *testing.T, scheme string, sealPrimal bool) {
 		t.Fatalf("model: round %d, %d features, %d values", model.Round, model.NumFeatures, len(model.W))
 	}
 
+	// What the privacy view shows is said in words (field names aside).
+	if n := hasNotation(strings.ReplaceAll(string(raw), `"hat_w":`, "")); n != "" {
+		t.Errorf("the server view says %q: %s", n, raw)
+	}
 	// The shape, as a page reads it.
 	var generic map[string]any
 	if err := json.Unmarshal(raw, &generic); err != nil {

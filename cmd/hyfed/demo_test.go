@@ -93,9 +93,13 @@ func TestDemoBlocksAndFill(t *testing.T) {
 	if b.N() != list[2].Samples || len(b.Features) != list[2].Features {
 		t.Fatalf("block 2: %d x %d, listed as %+v", b.N(), len(b.Features), list[2])
 	}
+	// Loading a block takes no seat (a page left without joining leaves it
+	// free); joining with it does.
 	json.Unmarshal(get("/demo-blocks"), &list)
-	if !list[2].Taken || list[0].Taken {
-		t.Fatalf("after handing out block 2: %+v", list)
+	for _, e := range list {
+		if e.Taken {
+			t.Fatalf("after handing out block 2, before anyone joined: %+v, want every block free", list)
+		}
 	}
 	done := make(chan error, 1)
 	welcomed := make(chan struct{})
@@ -105,6 +109,12 @@ func TestDemoBlocksAndFill(t *testing.T) {
 		done <- err
 	}()
 	<-welcomed
+	json.Unmarshal(get("/demo-blocks"), &list)
+	for _, e := range list {
+		if e.Taken != (e.Block == 2) {
+			t.Fatalf("after a participant joined with block 2: %+v, want only block 2 taken", list)
+		}
+	}
 	// Filling the seats is the organizer's: not with the invite.
 	post := func(tok string) *http.Response {
 		req, _ := http.NewRequest("POST", api+"/fill", nil)
@@ -181,6 +191,30 @@ func TestDemoBlocksAndFill(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusConflict {
 		t.Fatalf("second fill: %s, want 409", resp.Status)
+	}
+	// A page that loads a demo block and leaves without joining takes no
+	// seat: "fill the free seats" fills them all (the insecure demo's 4).
+	ireq := func(method, path string) *http.Response {
+		req, _ := http.NewRequest(method, iapi+path, nil)
+		req.Header.Set("Authorization", "Bearer "+iadmin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	r := ireq("GET", "/demo-blocks/1")
+	io.Copy(io.Discard, r.Body)
+	r.Body.Close()
+	if r.StatusCode != 200 {
+		t.Fatalf("insecure demo block 1: %s", r.Status)
+	}
+	r = ireq("POST", "/fill")
+	fill.Started, fill.Blocks = 0, nil
+	json.NewDecoder(r.Body).Decode(&fill)
+	r.Body.Close()
+	if r.StatusCode != 200 || fill.Started != 4 {
+		t.Fatalf("fill after a block was loaded but nobody joined: %s %+v, want all 4 seats", r.Status, fill)
 	}
 	cancel()
 	if err := <-errc; err != nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/protocol"
 )
 
 // Seats holds demo federations' blocks and runs simulated participants for
@@ -26,6 +28,7 @@ type Seats struct {
 type seatsFed struct {
 	link   Link
 	blocks []*partition.Block
+	first  []string // the pseudonym of each block's first record
 }
 
 // NewSeats runs simulated participants until ctx ends, logging to log.
@@ -44,7 +47,31 @@ func (d *Seats) Add(id string, link Link, blocks []partition.Block) {
 	for i := range blocks {
 		bs[i] = &blocks[i]
 	}
-	d.feds[id] = seatsFed{link: link, blocks: bs}
+	first := make([]string, len(blocks))
+	for i := range blocks {
+		if len(blocks[i].IDs) > 0 {
+			first[i] = link.Secret.Pseudonym(blocks[i].IDs[0])
+		}
+	}
+	d.feds[id] = seatsFed{link: link, blocks: bs, first: first}
+}
+
+// Seat returns the block of demo federation id whose records a hello's
+// pseudonyms name (same first pseudonym, same count, same features), or -1
+// (server.DemoData): a demo seat is taken when its block joins.
+func (d *Seats) Seat(id string, hello *protocol.Message) int {
+	d.mu.Lock()
+	f, ok := d.feds[id]
+	d.mu.Unlock()
+	if !ok || hello == nil || len(hello.Pseudonyms) == 0 {
+		return -1
+	}
+	for k, b := range f.blocks {
+		if f.first[k] == hello.Pseudonyms[0] && b.N() == len(hello.Pseudonyms) && slices.Equal(b.Features, hello.Features) {
+			return k
+		}
+	}
+	return -1
 }
 
 // Blocks returns demo federation id's blocks (server.DemoData).

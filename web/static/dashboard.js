@@ -77,8 +77,8 @@ function applyStatus(s) {
   $('scheme').textContent = s.config.scheme === 'plaintext' ? 'plaintext (NOT encrypted)' : s.config.scheme;
   setRound(s.round);
   showPeople(s);
-  if (s.config.pstar) $('h-loss').textContent = 'Relative loss (P−P*)/P*, log scale (P* = ' + H.num(s.config.pstar, 8) + ', given by the organizer)';
-  else if (primalOnly()) $('h-loss').textContent = 'Objective P(w), log scale (' + s.config.algo + ' has no dual, so no gap; give P* for the relative loss)';
+  if (s.config.pstar) $('h-loss').textContent = 'Relative loss: how far the objective is above its optimum, as a share of the optimum, log scale (the optimum ' + H.num(s.config.pstar, 8) + ' was given by the organizer; (P−P*)/P*)';
+  else if (primalOnly()) $('h-loss').textContent = 'Objective, log scale (' + s.config.algo + ' has no dual, so no gap; an organizer who gives the optimum gets the relative loss)';
   if (s.config.num_features) numFeatures = s.config.num_features;
 }
 
@@ -130,12 +130,6 @@ const HEIGHT = 220;
 
 function widthOf(el) { return Math.max(200, el.clientWidth); }
 
-function fmtSci(v) {
-  if (v == null) return '';
-  const e = Math.round(Math.log10(v));
-  return Math.abs(v - Math.pow(10, e)) < 1e-9 * v ? '1e' + e : H.num(v, 2);
-}
-
 function makeChart(key, el, opts, data) {
   if (charts[key]) charts[key].destroy();
   el.textContent = '';
@@ -144,13 +138,33 @@ function makeChart(key, el, opts, data) {
   return u;
 }
 
+// The charts follow the page's width (a phone turned, a window resized).
+let resizing = 0;
+window.addEventListener('resize', () => {
+  clearTimeout(resizing);
+  resizing = setTimeout(() => {
+    for (const u of Object.values(charts)) u.setSize({width: widthOf(u.root.parentNode), height: HEIGHT});
+  }, 100);
+});
+
 let phaseKeys = '';
 function buildCharts(d) {
   makeChart('loss', $('chart-loss'), {
-    scales: {x: {time: false}, y: {distr: 3, log: 10}},
+    // The y range hugs the data (a little room either side), not whole
+    // decades: values from 0.25 to 0.35 fill the chart.
+    scales: {x: {time: false}, y: {distr: 3, log: 10, range: (u, min, max) => min > 0 && max > 0 ? [min / 1.15, max * 1.15] : [0.1, 1]}},
     series: [{label: 'round'}, {label: status && status.config.pstar ? 'relative loss' : primalOnly() ? 'P(w)' : 'relative gap', stroke: '#c0392b', width: 1.5, spanGaps: true,
       value: (u, v) => v == null ? '–' : H.num(v, 3)}],
-    axes: [{label: 'round'}, {values: (u, vals) => vals.map(fmtSci), size: 55}],
+    axes: [{label: 'round'}, {size: 55, space: 18,
+      // Ticks of our own: uPlot's log axis labels only whole decades,
+      // so values near 0.3 got the labels 1e0 and 1e-1 and nothing between.
+      splits: (u, i, min, max) => H.logTicks(min, max, u.bbox.height / devicePixelRatio),
+      filter: (u, splits) => splits,
+      values: (u, vals) => {
+        const labels = vals.map(H.tickLabel);
+        $('chart-loss').dataset.yticks = labels.join(' ');
+        return labels;
+      }}],
   }, [d.x, d.gap]);
   makeChart('acc', $('chart-acc'), {
     scales: {x: {time: false}},

@@ -510,10 +510,51 @@
     return {show, refresh};
   }
 
+  // logTicks: tick values for a log axis from min to max (both > 0) drawn
+  // over px pixels: 1-2-5 (or finer, or every k-th decade) per decade as the
+  // room allows, at least 18 px apart; when the range holds fewer than three
+  // of those, evenly spaced round values (a chart whose values sit near 0.3
+  // gets 0.25, 0.3, 0.35, not only 1e0).
+  function logTicks(min, max, px) {
+    if (!(min > 0) || !(max > min) || !isFinite(max)) return [];
+    const span = Math.log10(max / min), perDecade = (px || 200) / span, gap = 18;
+    const lo = Math.floor(Math.log10(min)), hi = Math.ceil(Math.log10(max));
+    let mants = [1], every = Math.max(1, Math.ceil(gap / perDecade));
+    if (perDecade * Math.log10(10 / 9) >= gap) mants = [1, 2, 3, 4, 5, 6, 7, 8, 9];
+    else if (perDecade * Math.log10(1.5) >= gap) mants = [1, 2, 3, 5];
+    else if (perDecade * Math.log10(2) >= gap) mants = [1, 2, 5];
+    const out = [];
+    for (let e = lo; e <= hi; e++) {
+      if ((e - lo) % every) continue;
+      for (const m of mants) {
+        const v = +(m * Math.pow(10, e)).toPrecision(12);
+        if (v >= min * (1 - 1e-12) && v <= max * (1 + 1e-12)) out.push(v);
+      }
+    }
+    if (out.length >= 3) return out;
+    // Evenly spaced: a 1-2-5 step giving 3 to 6 ticks.
+    const raw = (max - min) / 5, p = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = [1, 2, 5, 10].map((m) => m * p).find((st) => (max - min) / st <= 6);
+    const lin = [];
+    for (let v = Math.ceil(min / step) * step; v <= max * (1 + 1e-12); v += step) lin.push(+v.toPrecision(12));
+    return lin.length > out.length ? lin : out;
+  }
+
+  // tickLabel writes a tick value plainly (0.3, 25, 0.001) or, far from 1,
+  // in scientific notation (1e-6, 2e-5).
+  function tickLabel(v) {
+    if (v == null) return '';
+    if (v === 0) return '0';
+    const a = Math.abs(v);
+    if (a >= 1e-3 && a < 1e5) return String(+v.toPrecision(6));
+    const e = Math.floor(Math.log10(a)), m = +(v / Math.pow(10, e)).toPrecision(3);
+    return (m === 1 ? '1' : String(m)) + 'e' + e;
+  }
+
   root.hyfed = {
     sha256, hmacSha256, mac, hex, fingerprint, b64url, fromB64url, newSecret,
     $, el, num, bytes, isImage, drawWeights, drawPixels,
     fragment, request, getJSON, postJSON, deleteJSON, refusal, events,
-    filenameOf, download, modelDownloads,
+    filenameOf, download, modelDownloads, logTicks, tickLabel,
   };
 })(typeof window !== 'undefined' ? window : globalThis);

@@ -165,7 +165,11 @@ $('file').addEventListener('change', () => {
   const f = $('file').files[0];
   if (f) f.arrayBuffer().then(b => loadBytes(f.name, b));
 });
+// One file control: the button (or a click anywhere on the drop zone)
+// opens the hidden input's picker.
+$('choose').addEventListener('click', (e) => { e.stopPropagation(); $('file').click(); });
 const drop = $('drop');
+drop.addEventListener('click', (e) => { if (e.target === drop || e.target.tagName === 'P' || e.target.tagName === 'SMALL') $('file').click(); });
 drop.addEventListener('dragover', (e) => { e.preventDefault(); drop.classList.add('over'); });
 drop.addEventListener('dragleave', () => drop.classList.remove('over'));
 drop.addEventListener('drop', (e) => {

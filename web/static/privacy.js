@@ -175,16 +175,16 @@ function render(v) {
     it.appendChild(sealedLine(p.dual, 'its dual values'));
     it.appendChild(sealedLine(p.norms, 'its squared norms'));
     if (p.round_aggregates) it.appendChild(sealedLine(p.round_aggregates, 'per round: direction and inner products'));
-    if (p.hat_w) it.appendChild(plainBlock(p.hat_w, v.num_features, 'its primal contribution ŵ'));
+    if (p.hat_w) it.appendChild(plainBlock(p.hat_w, v.num_features, 'its primal contribution (its share of the model)'));
     if (p.change) {
       // the HyFDCA paper's open leak: with a small H this is a few of its rows
-      const c = plainBlock(p.change, v.num_features, 'the last change of ŵ it sent, dw');
+      const c = plainBlock(p.change, v.num_features, 'the last change of its primal contribution it sent');
       c.classList.add('change');
       c.appendChild(H.el('p', p.change.what, {class: 'muted'}));
       it.appendChild(c);
     }
     if (p.primal_sealed) {
-      it.appendChild(H.el('p', 'ŵ and its changes: sealed (--seal-primal); the server holds only their sum over participants, w.', {class: 'sealed-primal'}));
+      it.appendChild(H.el('p', 'Its primal contribution and its changes: sealed (--seal-primal); the server holds only their sum over participants, the model.', {class: 'sealed-primal'}));
     }
     parts.appendChild(it);
   }
