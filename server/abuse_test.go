@@ -237,7 +237,14 @@ func TestProbePreAuthHello(t *testing.T) {
 	if _, _, err := ws.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
 		t.Fatalf("a 1 MiB hello with a 64 KiB limit: %v, want close 1009", err)
 	}
-	// Sockets waiting to register are bounded per federation.
+	// Sockets waiting to register are bounded per federation. (The refused
+	// socket above stops counting once its writer is done: wait for it.)
+	f := ts.Server.federation(fed.ID)
+	waitFor(t, "no socket pending", 10*time.Second, func() bool {
+		f.pending.mu.Lock()
+		defer f.pending.mu.Unlock()
+		return f.pending.n == 0
+	})
 	ts.Server.opt.MaxPending = 2
 	held := []*websocket.Conn{rawDial(t, l.SocketURL(), l.SocketProtocols(""), nil), rawDial(t, l.SocketURL(), l.SocketProtocols(""), nil)}
 	third := rawDial(t, l.SocketURL(), l.SocketProtocols(""), nil)
