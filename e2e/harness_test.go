@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/hyfed/hyfed/server"
@@ -616,7 +616,7 @@ func attachTab(t testing.TB, b *browser, opts ...chromedp.ContextOption) *tab {
 			return chromedp.Void{}, nil
 		}),
 		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-			_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cspWatch})
+			_, err := cdp.Call(ctx, t, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: cspWatch})
 			return err
 		}))
 	tb.do("set the viewport", chromedp.EmulateViewport(1280, 900))
@@ -817,13 +817,14 @@ func (tb *tab) dump() string {
 	return sb.String()
 }
 
-// fatalf fails the test with the message and a dump of the tab.
+// fatalf fails the test with the message (after "chromium: ", the
+// engine: some flows run in Firefox too) and a dump of the tab.
 func (tb *tab) fatalf(format string, args ...any) {
 	tb.t.Helper()
 	tb.mu.Lock()
 	tb.dumped = true
 	tb.mu.Unlock()
-	tb.t.Fatalf(format+"\n%s", append(args, tb.dump())...)
+	tb.t.Fatalf("chromium: "+format+"\n%s", append(args, tb.dump())...)
 }
 
 // artifactsDir is $HYFED_ARTIFACTS, else e2e/artifacts (git-ignored).

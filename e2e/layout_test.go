@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	"github.com/hyfed/hyfed/server"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/session"
@@ -30,7 +29,7 @@ func TestJoinPageOneFileControl(t *testing.T) {
 	// The button opens the input's picker (the click is stopped before a
 	// dialog opens).
 	evalJS[bool](tb, `(document.getElementById('file').addEventListener('click', (e) => { window.__picker = (window.__picker || 0) + 1; e.preventDefault(); }), true)`)
-	tb.do("press choose", chromedp.Click("#choose"))
+	tb.click("#choose")
 	tb.waitJS("the file picker to be asked for", "window.__picker === 1", 5*time.Second)
 }
 
@@ -49,12 +48,21 @@ const overflowJS = `(() => {
   return out.slice(0, 20);
 })()`
 
-// TestLayoutPhoneAndDesktop: the join page (with a demo block's summary
-// and after training) and the dashboard (after training, charts drawn) at
-// 390x844 (a phone) and 1280x900: nothing overflows the viewport
-// horizontally; on the phone the data picker and the Join button are on the
-// first screen, before the explanation. Screenshots layout-*.png.
+// TestLayoutPhoneAndDesktop is layoutPhoneAndDesktop in Chromium;
+// TestLayoutPhoneAndDesktopFirefox (firefox_test.go) is the same in Firefox.
 func TestLayoutPhoneAndDesktop(t *testing.T) {
+	layoutPhoneAndDesktop(t, newChromium)
+}
+
+// layoutPhoneAndDesktop, in the engine start makes: the join page (with a
+// demo block's summary and after training), the dashboard (after
+// training, charts drawn) and the privacy view (opened from the join
+// page) at 390x844 (a phone; Chromium emulates one, Firefox only takes its
+// size) and 1280x900: nothing overflows the viewport horizontally; on the
+// phone the data picker and the Join button are on the first screen, before
+// the explanation. Screenshots layout-<engine>-{join,dashboard,privacy}-{390,1280}.png
+// and layout-<engine>-join-390-start.png.
+func layoutPhoneAndDesktop(t *testing.T, start func(testing.TB) engine) {
 	const rounds = 3
 	blocks := loadBlocks(t, "mnist", "quadrants:1")
 	vals := make([]partition.Block, len(blocks))
@@ -72,14 +80,15 @@ func TestLayoutPhoneAndDesktop(t *testing.T) {
 	seats.Add(fed.ID, l, vals)
 	t.Cleanup(seats.Wait)
 
-	b := newBrowser(t)
-	tb := newTab(t, b)
-	tb.do("a phone's viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateTouch))
+	e := start(t)
+	eng := e.name()
+	tb := e.newPage()
+	tb.viewport(390, 844, true)
 	tb.navigate(link)
 	tb.waitJS("the demo blocks", "!document.getElementById('demo').hidden && document.getElementById('demo-block').options.length === 4", 20*time.Second)
 	tb.waitJS("the participant to load", "document.body.dataset.ready === '1'", joinTimeout)
 	// The first screen: the picker and the Join button, above "What will happen".
-	first := evalJS[map[string]float64](tb, `(() => {
+	first := pageEval[map[string]float64](tb, `(() => {
   const top = (s) => document.querySelector(s).getBoundingClientRect().top, bottom = (s) => document.querySelector(s).getBoundingClientRect().bottom;
   const what = [...document.querySelectorAll('section.card h2')].find((h) => h.textContent === 'What will happen');
   return {choose: bottom('#choose'), demo: bottom('#demo-load'), join: bottom('#join'), data: top('#data-card'), what: what.getBoundingClientRect().top, screen: window.innerHeight};
@@ -87,51 +96,48 @@ func TestLayoutPhoneAndDesktop(t *testing.T) {
 	if !(first["choose"] <= first["screen"] && first["demo"] <= first["screen"] && first["join"] <= first["screen"] && first["data"] < first["what"]) {
 		tb.fatalf("on a phone the picker and the Join button are not first on the join page: %v", first)
 	}
-	screenshot(t, tb, "layout-join-390-start.png")
-	checkNoOverflow(t, tb, "the join page at 390 px")
+	tb.shot("layout-" + eng + "-join-390-start.png")
+	checkNoOverflow(tb, "the join page at 390 px")
 	// The check sees an overflow when there is one.
-	if out := evalJS[[]string](tb, `(() => { const d = document.createElement('div'); d.id = 'too-wide'; d.style.width = '500px'; document.querySelector('main').appendChild(d);
+	if out := pageEval[[]string](tb, `(() => { const d = document.createElement('div'); d.id = 'too-wide'; d.style.width = '500px'; document.querySelector('main').appendChild(d);
   const out = `+overflowJS+`; d.remove(); return out; })()`); len(out) == 0 || !strings.Contains(strings.Join(out, " "), "#too-wide") {
 		tb.fatalf("a 500 px element at 390 px: the overflow check found %q", out)
 	}
-	evalJS[bool](tb, "(document.getElementById('demo-block').value = '1', true)")
-	tb.do("load demo block 1", chromedp.Click("#demo-load"))
+	pageEval[bool](tb, "(document.getElementById('demo-block').value = '1', true)")
+	tb.click("#demo-load")
 	tb.waitJS("the summary of demo block 1", "!document.getElementById('summary').hidden", 20*time.Second)
-	checkNoOverflow(t, tb, "the join page with a summary at 390 px")
-	tb.do("press join", chromedp.Click("#join"))
+	checkNoOverflow(tb, "the join page with a summary at 390 px")
+	tb.click("#join")
 	tb.waitJS("the server's welcome", "document.body.dataset.registered === '1'", 20*time.Second)
 
-	dash := newTab(t, b)
+	dash := e.newPage()
 	dash.navigate(ts.URL + fed.AdminPath)
 	dash.waitJS("the fill button", "!document.getElementById('fill-box').hidden && !document.getElementById('fill').disabled", 10*time.Second)
-	dash.do("press fill", chromedp.Click("#fill"))
+	dash.click("#fill")
 	tb.waitJS("training to finish in the tab", "document.body.dataset.done === '1'", 2*time.Minute)
 	dash.waitJS("the loss chart", fmt.Sprintf("Number(document.getElementById('chart-loss').dataset.points) === %d", rounds+1), 20*time.Second)
+	priv := e.popup(tb, "#privacy-link")
+	priv.waitJS("the privacy view's two sides", "document.getElementById('parts').textContent.includes('BGV ciphertext') && document.querySelectorAll('#preview canvas').length > 0", 15*time.Second)
 
-	for _, size := range []struct{ w, h int64 }{{390, 844}, {1280, 900}} {
-		var opts []chromedp.EmulateViewportOption
-		if size.w < 500 {
-			opts = append(opts, chromedp.EmulateMobile, chromedp.EmulateTouch)
-		}
+	for _, size := range []struct{ w, h int }{{390, 844}, {1280, 900}} {
 		for _, p := range []struct {
-			tab  *tab
+			page page
 			name string
-		}{{tb, "join"}, {dash, "dashboard"}} {
-			p.tab.do(fmt.Sprintf("viewport %dx%d", size.w, size.h), chromedp.EmulateViewport(size.w, size.h, opts...))
+		}{{tb, "join"}, {dash, "dashboard"}, {priv, "privacy"}} {
+			p.page.viewport(size.w, size.h, size.w < 500)
 			time.Sleep(400 * time.Millisecond) // the charts follow a resize after 100 ms
-			checkNoOverflow(t, p.tab, fmt.Sprintf("the %s after training at %d px", p.name, size.w))
-			screenshot(t, p.tab, fmt.Sprintf("layout-%s-%d.png", p.name, size.w))
+			checkNoOverflow(p.page, fmt.Sprintf("the %s after training at %d px", p.name, size.w))
+			p.page.shot(fmt.Sprintf("layout-%s-%s-%d.png", eng, p.name, size.w))
 		}
 		// A fresh load at this size too (the charts drawn at it).
 		dash.navigate(ts.URL + fed.AdminPath)
 		dash.waitJS("the loss chart", fmt.Sprintf("Number(document.getElementById('chart-loss').dataset.points) === %d", rounds+1), 20*time.Second)
-		checkNoOverflow(t, dash, fmt.Sprintf("the dashboard loaded at %d px", size.w))
+		checkNoOverflow(dash, fmt.Sprintf("the dashboard loaded at %d px", size.w))
 	}
 }
 
-func checkNoOverflow(t *testing.T, tb *tab, what string) {
-	t.Helper()
-	if out := evalJS[[]string](tb, overflowJS); len(out) > 0 {
-		tb.fatalf("%s overflows the viewport horizontally:\n  %s", what, strings.Join(out, "\n  "))
+func checkNoOverflow(p page, what string) {
+	if out := pageEval[[]string](p, overflowJS); len(out) > 0 {
+		p.fatalf("%s overflows the viewport horizontally:\n  %s", what, strings.Join(out, "\n  "))
 	}
 }

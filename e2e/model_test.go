@@ -128,10 +128,10 @@ func pageDownload(tb *tab, dir, sel string) (string, []byte) {
 // gives the held-out accuracy the status shows for the model, to 1e-9;
 // LIBLINEAR's predict (Debian's liblinear-predict) gives every held-out
 // sample the label hyfed predict --scores gives it. hyfed is buildHyfed's.
-func checkModelDownload(t *testing.T, tb *tab, hyfed func() string, fedID string, st server.Status) {
+func checkModelDownload(t *testing.T, tb page, hyfed func() string, fedID string, st server.Status) {
 	t.Helper()
 	if st.Model == nil || !st.Model.Best {
-		t.Fatalf("finished status names no best model: %+v", st.Model)
+		failf(t, tb, "finished status names no best model: %+v", st.Model)
 	}
 	round := st.Model.Round
 	tb.waitJS("the downloads to open on the finished model",
@@ -144,32 +144,31 @@ func checkModelDownload(t *testing.T, tb *tab, hyfed func() string, fedID string
 		tb.fatalf("what the model file is: %q", got)
 	}
 
-	dl := t.TempDir()
-	name, body := pageDownload(tb, dl, "#dl-model")
+	name, body := tb.download("#dl-model")
 	want := fmt.Sprintf("hyfed-%s-round%d.model", fedID, round)
 	if name != want {
-		t.Fatalf("the model downloaded as %q, want %q", name, want)
+		failf(t, tb, "the model downloaded as %q, want %q", name, want)
 	}
-	jsonName, sidecar := pageDownload(tb, dl, "#dl-json")
+	jsonName, sidecar := tb.download("#dl-json")
 	if jsonName != want+".json" {
-		t.Fatalf("the sidecar downloaded as %q, want %q", jsonName, want+".json")
+		failf(t, tb, "the sidecar downloaded as %q, want %q", jsonName, want+".json")
 	}
 	tb.waitJS("the page to say where the file went", "document.getElementById('model-box').dataset.downloadedJson !== undefined", 5*time.Second)
 	dir := t.TempDir()
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, body, 0o644); err != nil {
-		t.Fatal(err)
+		failf(t, tb, "%v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, jsonName), sidecar, 0o644); err != nil {
-		t.Fatal(err)
+		failf(t, tb, "%v", err)
 	}
 	m, info, err := model.ReadFiles(path)
 	if err != nil {
-		t.Fatal(err)
+		failf(t, tb, "%v", err)
 	}
 	if info == nil || info.Source != "federation" || info.ModelRound != round || !info.Best || info.Rounds != st.Config.Rounds ||
 		len(m.W) != st.Config.NumFeatures {
-		t.Fatalf("sidecar %+v, %d weights; status: model %+v, %d features", info, len(m.W), st.Model, st.Config.NumFeatures)
+		failf(t, tb, "sidecar %+v, %d weights; status: model %+v, %d features", info, len(m.W), st.Model, st.Config.NumFeatures)
 	}
 
 	held := filepath.Join(dir, "heldout.libsvm")
@@ -181,7 +180,7 @@ func checkModelDownload(t *testing.T, tb *tab, hyfed func() string, fedID string
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		if strings.HasPrefix(l, "{") {
 			if err := json.Unmarshal([]byte(l), &res); err != nil {
-				t.Fatalf("hyfed predict printed %q: %v", l, err)
+				failf(t, tb, "hyfed predict printed %q: %v", l, err)
 			}
 			continue
 		}
@@ -190,19 +189,19 @@ func checkModelDownload(t *testing.T, tb *tab, hyfed func() string, fedID string
 			continue
 		}
 		if f[2] != "1" && f[2] != "-1" {
-			t.Fatalf("hyfed predict --scores line %q", l)
+			failf(t, tb, "hyfed predict --scores line %q", l)
 		}
 		preds = append(preds, f[2])
 	}
 	acc, ok := res["accuracy"].(float64)
 	samples, _ := res["samples"].(float64)
 	if !ok || int(samples) != len(preds) || len(preds) == 0 {
-		t.Fatalf("hyfed predict: %v with %d score lines", res, len(preds))
+		failf(t, tb, "hyfed predict: %v with %d score lines", res, len(preds))
 	}
 	if d := math.Abs(acc - float64(st.Model.HeldoutAccuracy)); !(d <= 1e-9) {
-		t.Fatalf("hyfed predict on the %d held-out samples: accuracy %.12f; the status shows %.12f for round %d", len(preds), acc, float64(st.Model.HeldoutAccuracy), round)
+		failf(t, tb, "hyfed predict on the %d held-out samples: accuracy %.12f; the status shows %.12f for round %d", len(preds), acc, float64(st.Model.HeldoutAccuracy), round)
 	}
-	t.Logf("hyfed predict on the %d held-out samples: accuracy %.12f, as the status shows for round %d", len(preds), acc, round)
+	t.Logf("%s: hyfed predict on the %d held-out samples: accuracy %.12f, as the status shows for round %d", tb.engine(), len(preds), acc, round)
 
 	ref, err := model.LIBLINEARPredict(held, path, dir)
 	if errors.Is(err, model.ErrNoLIBLINEAR) {
@@ -210,18 +209,18 @@ func checkModelDownload(t *testing.T, tb *tab, hyfed func() string, fedID string
 		return
 	}
 	if err != nil {
-		t.Fatal(err)
+		failf(t, tb, "%v", err)
 	}
 	if len(ref.Labels) != len(preds) {
-		t.Fatalf("liblinear-predict labelled %d samples, hyfed predict %d", len(ref.Labels), len(preds))
+		failf(t, tb, "liblinear-predict labelled %d samples, hyfed predict %d", len(ref.Labels), len(preds))
 	}
 	for i, l := range ref.Labels {
 		if l != preds[i] {
-			t.Fatalf("held-out sample %d: liblinear-predict says %q, hyfed predict %q", i, l, preds[i])
+			failf(t, tb, "held-out sample %d: liblinear-predict says %q, hyfed predict %q", i, l, preds[i])
 		}
 	}
 	if ref.Total != len(preds) || float64(ref.Right)/float64(ref.Total) != acc {
-		t.Fatalf("liblinear-predict: %s; hyfed predict: accuracy %v of %d", ref.Summary, acc, len(preds))
+		failf(t, tb, "liblinear-predict: %s; hyfed predict: accuracy %v of %d", ref.Summary, acc, len(preds))
 	}
-	t.Logf("liblinear-predict agrees on all %d labels: %s", len(preds), ref.Summary)
+	t.Logf("%s: liblinear-predict agrees on all %d labels: %s", tb.engine(), len(preds), ref.Summary)
 }

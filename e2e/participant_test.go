@@ -287,14 +287,23 @@ func TestInsecureFederationIsMarked(t *testing.T) {
 	}
 }
 
-// TestDemoNewcomer is make run's flow: a demo federation (MNIST
-// quadrants:1 here: 4 seats); one tab takes "demo block 1" on the join page
-// and joins; the dashboard's "fill the free seats" starts simulated native
-// participants for the other three; training finishes in the tab; the
-// join page's model downloads are closed before training and, after it,
-// give the model hyfed predict and liblinear-predict score as the status
-// says (checkModelDownload); the dashboard offers the same model.
+// TestDemoNewcomer is make run's flow in Chromium (demoNewcomer);
+// TestDemoNewcomerFirefox (firefox_test.go) is the same in Firefox.
 func TestDemoNewcomer(t *testing.T) {
+	demoNewcomer(t, newChromium)
+}
+
+// demoNewcomer is make run's flow, in the engine start makes: a demo
+// federation (MNIST quadrants:1 here: 4 seats); one tab takes "demo block
+// 1" on the join page and joins; the dashboard's "fill the free seats"
+// starts simulated native participants for the other three; training
+// finishes in the tab; the join page's model downloads are closed before
+// training and, after it, give the model hyfed predict and
+// liblinear-predict score as the status and the pages say
+// (checkModelDownload); the dashboard offers the same model; the privacy
+// view, opened from the join page, shows the tab's rows beside the
+// server's sealed state. Screenshots demo-<engine>-{join,dashboard,privacy}.png.
+func demoNewcomer(t *testing.T, start func(testing.TB) engine) {
 	const rounds = 8
 	blocks := loadBlocks(t, "mnist", "quadrants:1")
 	vals := make([]partition.Block, len(blocks))
@@ -312,40 +321,41 @@ func TestDemoNewcomer(t *testing.T) {
 	seats.Add(fed.ID, l, vals)
 	t.Cleanup(seats.Wait)
 
-	b := newBrowser(t)
-	tb := newTab(t, b)
+	e := start(t)
+	eng := e.name()
+	tb := e.newPage()
 	tb.navigate(link)
 	tb.waitJS("the demo blocks", "!document.getElementById('demo').hidden && document.getElementById('demo-block').options.length === 4", 20*time.Second)
 	tb.waitJS("the participant to load", "document.body.dataset.ready === '1'", joinTimeout)
-	evalJS[bool](tb, "(document.getElementById('demo-block').value = '1', true)")
-	tb.do("load demo block 1", chromedp.Click("#demo-load"))
+	pageEval[bool](tb, "(document.getElementById('demo-block').value = '1', true)")
+	tb.click("#demo-load")
 	tb.waitJS("the summary of demo block 1", "!document.getElementById('summary').hidden", 20*time.Second)
 	if got := tb.text("#summary-kv"); !strings.Contains(got, "demo block 1") {
 		tb.fatalf("summary %q", got)
 	}
-	tb.do("press join", chromedp.Click("#join"))
+	tb.click("#join")
 	tb.waitJS("the server's welcome", "document.body.dataset.registered === '1'", 20*time.Second)
 	// Before training there is no model: the downloads are closed and say why.
-	if !evalJS[bool](tb, "document.getElementById('dl-model').disabled && document.getElementById('dl-json').disabled") ||
+	if !pageEval[bool](tb, "document.getElementById('dl-model').disabled && document.getElementById('dl-json').disabled") ||
 		!strings.Contains(tb.text("#model-state"), "No model yet") {
 		tb.fatalf("before training: model state %q", tb.text("#model-state"))
 	}
 	hyfed := buildHyfed(t) // built while the federation trains (checkModelDownload runs it)
 
-	dash := newTab(t, b)
+	dash := e.newPage()
 	dash.navigate(ts.URL + fed.AdminPath) // filling seats is the organizer's
 	dash.waitJS("the fill button", "!document.getElementById('fill-box').hidden && !document.getElementById('fill').disabled", 10*time.Second)
 	// What the dashboard's model box says as training runs.
-	evalJS[bool](dash, `(window.__modelSeen = [], new MutationObserver(() => {
+	pageEval[bool](dash, `(window.__modelSeen = [], new MutationObserver(() => {
   const box = document.getElementById('model-box');
   window.__modelSeen.push({state: box.dataset.state, enabled: !document.getElementById('dl-model').disabled, text: document.getElementById('model-state').textContent});
 }).observe(document.getElementById('model-box'), {subtree: true, attributes: true, childList: true, characterData: true}), true)`)
-	dash.do("press fill", chromedp.Click("#fill"))
+	dash.click("#fill")
 	dash.waitJS("the fill result", "document.getElementById('fill-result').textContent.includes('Started 3')", 10*time.Second)
 	tb.waitJS("training to finish in the tab", "document.body.dataset.done === '1'", 2*time.Minute)
 	st := waitStatus(t, ts.URL, fed.ID, "the federation to finish", 10*time.Second, func(s server.Status) bool { return s.State == "finished" })
 	if st.Round != rounds || len(st.Participants) != 4 {
-		t.Fatalf("finished at round %d with %d participants", st.Round, len(st.Participants))
+		t.Fatalf("%s: finished at round %d with %d participants", eng, st.Round, len(st.Participants))
 	}
 	// The join page's header follows the federation live: finished, not
 	// "waiting, 0 of 4 registered".
@@ -358,7 +368,7 @@ func TestDemoNewcomer(t *testing.T) {
 		Text    string `json:"text"`
 	}
 	running := false
-	for _, m := range evalJS[[]seen](dash, "window.__modelSeen") {
+	for _, m := range pageEval[[]seen](dash, "window.__modelSeen") {
 		if m.Enabled && m.State == "running" {
 			if !containsAll(m.Text, "Training runs", "the download is round", "will change") {
 				dash.fatalf("while training, the model box says %q", m.Text)
@@ -373,18 +383,33 @@ func TestDemoNewcomer(t *testing.T) {
 		dash.fatalf("the dashboard never offered the model while training ran")
 	}
 	checkLogTicks(t, dash)
+	// The accuracy both pages show is the status's (checkModelDownload
+	// checks that hyfed predict finds it to 1e-9), as the pages round it.
+	shown := pageEval[string](dash, fmt.Sprintf("hyfed.num(100 * %v, 4)", float64(st.Model.HeldoutAccuracy)))
+	for _, p := range []page{dash, tb} {
+		p.waitJS("the model box to show the finished model's held-out accuracy, "+shown+" %",
+			fmt.Sprintf("document.getElementById('model-box').dataset.state === 'finished' && document.getElementById('model-state').textContent.includes(%s)", jsString("held-out accuracy "+shown+" %")),
+			10*time.Second)
+	}
 	checkModelDownload(t, tb, hyfed, fed.ID, st)
-	screenshot(t, dash, "demo-dashboard.png")
-	screenshot(t, tb, "demo-join.png")
+	dash.shot("demo-" + eng + "-dashboard.png")
+	tb.shot("demo-" + eng + "-join.png")
+
+	// The privacy view, from the join page's link: the tab's own rows
+	// beside what the server holds, sealed.
+	priv := e.popup(tb, "#privacy-link")
+	priv.waitJS("the server's side", "document.getElementById('parts').textContent.includes('BGV ciphertext')", 15*time.Second)
+	priv.waitJS("the tab's own rows", "document.querySelectorAll('#preview canvas').length > 0", 5*time.Second)
+	priv.shot("demo-" + eng + "-privacy.png")
 }
 
 // checkLogTicks checks the loss chart's log axis: labels between the
 // decades where the values are (issue 17: values near 0.3 were labelled
 // only 1e0 and 1e-1), drawn from the run's own points and from known ranges.
-func checkLogTicks(t *testing.T, dash *tab) {
+func checkLogTicks(t *testing.T, dash page) {
 	t.Helper()
 	dash.waitJS("the loss chart's tick labels", "!!document.getElementById('chart-loss').dataset.yticks", 10*time.Second)
-	labels := strings.Fields(evalJS[string](dash, "document.getElementById('chart-loss').dataset.yticks"))
+	labels := strings.Fields(pageEval[string](dash, "document.getElementById('chart-loss').dataset.yticks"))
 	if len(labels) < 3 {
 		dash.fatalf("the loss chart's y axis has the labels %q, want at least 3", labels)
 	}
@@ -394,7 +419,7 @@ func checkLogTicks(t *testing.T, dash *tab) {
 	}{
 		{0.25, 0.4, "0.3"}, {0.2, 0.6, "0.2 0.3 0.4 0.5 0.6"}, {0.02, 0.9, "0.1"}, {1e-6, 1, "1e-6"},
 	} {
-		got := evalJS[string](dash, fmt.Sprintf("hyfed.logTicks(%g, %g, 200).map(hyfed.tickLabel).join(' ')", tc.min, tc.max))
+		got := pageEval[string](dash, fmt.Sprintf("hyfed.logTicks(%g, %g, 200).map(hyfed.tickLabel).join(' ')", tc.min, tc.max))
 		fields := strings.Fields(got)
 		ok := len(fields) >= 3 && len(fields) <= 12
 		for _, w := range strings.Fields(tc.want) {
@@ -404,5 +429,5 @@ func checkLogTicks(t *testing.T, dash *tab) {
 			dash.fatalf("log ticks from %g to %g: %q, want 3 to 12 labels among them %q", tc.min, tc.max, got, tc.want)
 		}
 	}
-	t.Logf("the loss chart's y labels: %v", labels)
+	t.Logf("%s: the loss chart's y labels: %v", dash.engine(), labels)
 }

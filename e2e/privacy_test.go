@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/target"
-	"github.com/chromedp/chromedp"
-
 	"github.com/hyfed/hyfed/server"
 )
 
@@ -18,18 +15,7 @@ import (
 // rows and, once joined, its session token), and attaches to that tab.
 func openPrivacy(t *testing.T, b *browser, join *tab) *tab {
 	t.Helper()
-	opened := chromedp.WaitNewTarget(join.ctx, func(i *target.Info) bool { return i.Type == "page" })
-	join.do("press the privacy link", chromedp.Click("#privacy-link"))
-	select {
-	case id, ok := <-opened:
-		if !ok {
-			join.fatalf("%s: the privacy link opened no tab", join.name)
-		}
-		return attachTab(t, b, chromedp.WithTargetID(id))
-	case <-time.After(startLimit):
-		join.fatalf("%s: no tab opened %v after pressing the privacy link", join.name, startLimit)
-	}
-	return nil
+	return openTab(t, b, join, "#privacy-link")
 }
 
 // attackError reads the relative error the privacy view shows (NaN while
