@@ -119,19 +119,25 @@ func layoutPhoneAndDesktop(t *testing.T, start func(testing.TB) engine) {
 	priv := e.popup(tb, "#privacy-link")
 	priv.waitJS("the privacy view's two sides", "document.getElementById('parts').textContent.includes('BGV ciphertext') && document.querySelectorAll('#preview canvas').length > 0", 15*time.Second)
 
+	charts := fmt.Sprintf("Number(document.getElementById('chart-loss').dataset.points) === %d", rounds+1)
 	for _, size := range []struct{ w, h int }{{390, 844}, {1280, 900}} {
 		for _, p := range []struct {
-			page page
-			name string
-		}{{tb, "join"}, {dash, "dashboard"}, {priv, "privacy"}} {
+			page        page
+			name, ready string
+		}{
+			{tb, "join", "document.body.dataset.done === '1' && !document.getElementById('summary').hidden"},
+			{dash, "dashboard", charts},
+			{priv, "privacy", "document.querySelectorAll('#preview canvas').length > 0"},
+		} {
 			p.page.viewport(size.w, size.h, size.w < 500)
 			time.Sleep(400 * time.Millisecond) // the charts follow a resize after 100 ms
+			p.page.waitJS("the "+p.name+" at "+fmt.Sprint(size.w)+" px (still whole: the resize did not reload it)", p.ready, 5*time.Second)
 			checkNoOverflow(p.page, fmt.Sprintf("the %s after training at %d px", p.name, size.w))
 			p.page.shot(fmt.Sprintf("layout-%s-%s-%d.png", eng, p.name, size.w))
 		}
 		// A fresh load at this size too (the charts drawn at it).
 		dash.navigate(ts.URL + fed.AdminPath)
-		dash.waitJS("the loss chart", fmt.Sprintf("Number(document.getElementById('chart-loss').dataset.points) === %d", rounds+1), 20*time.Second)
+		dash.waitJS("the loss chart", charts, 20*time.Second)
 		checkNoOverflow(dash, fmt.Sprintf("the dashboard loaded at %d px", size.w))
 	}
 }

@@ -14,6 +14,7 @@
 // expression, a promise awaited, as JSON); click {sel}; viewport {w, h,
 // mobile}; screenshot {path} (full page, PNG); popup {sel} (click and
 // return the page the click opened); close.
+// viewport sets the size only: {mobile} is not emulated (see below).
 'use strict';
 
 const puppeteer = require('puppeteer-core');
@@ -89,7 +90,10 @@ async function run(browser, cmd) {
       await pageOf(cmd).click(cmd.sel);
       return null;
     case 'viewport':
-      await pageOf(cmd).setViewport({width: cmd.w, height: cmd.h, isMobile: !!cmd.mobile, hasTouch: !!cmd.mobile});
+      // The size only (cmd.mobile is not emulated): over BiDi, puppeteer
+      // reloads the page when touch emulation changes, which would lose a
+      // join page's participant; Firefox has no mobile viewport to emulate.
+      await pageOf(cmd).setViewport({width: cmd.w, height: cmd.h});
       return null;
     case 'screenshot':
       await pageOf(cmd).screenshot({path: cmd.path, fullPage: true});
