@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/hyfed/hyfed/server"
+	"github.com/hyfed/hyfed/shared/central"
+	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/loss"
 )
 
 // TestDashboardFollowsTraining opens a federation's dashboard before anyone
@@ -168,4 +172,55 @@ func sortedKeys(m map[string]bool) []string {
 		return x - y
 	})
 	return ks
+}
+
+// TestDashboardConverged is a run that converges, as the dashboard shows it
+// (the README's picture): MNIST quadrants:1 with the logistic loss and
+// lambda 1e-2, the organizer's P* (the central optimum), 4 native
+// participants, 200 rounds (hyfed experiment with these settings, in
+// plaintext, reaches a relative loss of 1e-3 at round 124); the relative
+// loss ends below 1e-3 and the dashboard, open from the start, shows the
+// finished run; dashboard-converged.png.
+func TestDashboardConverged(t *testing.T) {
+	const rounds, lambda = 200, 1e-2
+	blocks := loadBlocks(t, "mnist", "quadrants:1")
+	prep, err := experiment.Prepare(experiment.Options{Data: "mnist", Partition: "quadrants:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := central.Solve(t.Context(), prep.Data, central.Config{Lambda: lambda, Loss: loss.Logistic{}, Tol: 1e-9, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t)
+	name := "MNIST quadrants:1, logistic, lambda 1e-2"
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, Loss: "logistic", Lambda: lambda, Rounds: rounds, IIC: 0.2,
+		MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(30 * time.Second), PStar: opt.Primal})
+	b := newBrowser(t)
+	tb := newTab(t, b)
+	tb.navigate(ts.URL + fed.DashboardPath)
+	tb.waitJS("#title to name the federation", fmt.Sprintf("document.getElementById('title')?.textContent.trim() === %s", jsString(name)), 10*time.Second)
+	start := time.Now()
+	runNative(t, link, blocks)
+	st := waitStatus(t, ts.URL, fed.ID, "the federation to finish", 10*time.Second, func(st server.Status) bool { return st.State == "finished" })
+	final := st.History[len(st.History)-1]
+	rel := (float64(final.Primal) - opt.Primal) / opt.Primal
+	t.Logf("%d rounds in %.1fs: relative loss %.3g, held-out accuracy %.4f", st.Round, time.Since(start).Seconds(), rel, float64(final.HeldAcc))
+	if st.Round != rounds || !(rel < 1e-3) {
+		t.Fatalf("finished at round %d with relative loss %.3g, want round %d below 1e-3", st.Round, rel, rounds)
+	}
+	tb.waitJS("the last round on the dashboard", fmt.Sprintf("document.getElementById('state')?.textContent.trim() === 'finished' && Number(document.getElementById('chart-loss')?.dataset.points) === %d", rounds+1), 15*time.Second)
+	if h := tb.text("#h-loss"); !strings.HasPrefix(h, "Relative loss") {
+		tb.fatalf("the loss chart's title %q: the federation has P*, so it plots the relative loss", h)
+	}
+	// The model box and the weights' caption (each fetched at most every
+	// 1.5 to 2 s) come to the finished model.
+	which := fmt.Sprintf("the best model so far: round %d,", st.Model.Round)
+	if st.Model.Round != rounds {
+		which = fmt.Sprintf("round %d, .*the last round, %d, was worse", st.Model.Round, rounds)
+	}
+	tb.waitJS("the model box and the weights' caption on the finished model", fmt.Sprintf(
+		"document.getElementById('model-box').dataset.state === 'finished' && new RegExp(%s).test(document.getElementById('weights-info').textContent)", jsString(which)), 10*time.Second)
+	time.Sleep(300 * time.Millisecond) // the last chart redraw
+	screenshot(t, tb, "dashboard-converged.png")
 }
