@@ -10,7 +10,7 @@ FMNIST    := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SKLEARN   := $(CACHE)/sklearn
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps data web wasm node chromium firefox liblinear test vet fuzz bench run results convergence clean
+.PHONY: all build deps data web wasm node chromium firefox liblinear test vet screenshots fuzz bench run results convergence clean
 
 all: build
 
@@ -98,6 +98,18 @@ vet:
 
 test: deps data web chromium firefox liblinear vet
 	$(GO) test -count=1 -timeout 15m ./...
+
+# docs/screenshots: the pictures docs/browser.md and the README show, as the
+# e2e tests make them: join, dashboard and privacy view at 390 and 1280 px in
+# Chromium and Firefox (TestLayoutPhoneAndDesktop*), and the dashboard of a
+# run that converged (TestDashboardConverged). About a minute and a half.
+SHOTS := e2e/artifacts/screenshots
+screenshots: build data chromium firefox
+	rm -rf $(SHOTS)
+	HYFED_ARTIFACTS=$(CURDIR)/$(SHOTS) $(GO) test ./e2e -count=1 -run '^(TestLayoutPhoneAndDesktop|TestLayoutPhoneAndDesktopFirefox|TestDashboardConverged)$$'
+	for e in chromium firefox; do for p in join dashboard privacy; do for w in 390 1280; do \
+		cp $(SHOTS)/layout-$$e-$$p-$$w.png docs/screenshots/ || exit 1; done; done; done
+	cp $(SHOTS)/dashboard-converged.png docs/screenshots/
 
 # Short fuzzing of every parser and decoder (the seeds also run in `make test`).
 fuzz:
