@@ -1,7 +1,10 @@
-// Package e2e drives Debian's headless Chromium (through chromedp) against
-// a real hyfed server on loopback sockets: the pages as a user sees them,
-// with native participants (shared/session) or browser ones doing the
-// training. This file is the harness; the tests are in the other files.
+// Package e2e drives Debian's headless Chromium (through chromedp) and
+// Firefox ESR (through WebDriver BiDi: puppeteer-core in firefox/driver.js,
+// firefox_harness_test.go) against a real hyfed server on loopback
+// sockets: the pages as a user sees them, with native participants
+// (shared/session) or browser ones doing the training. This file is the
+// harness (and Chromium's); engine_test.go has what both engines share;
+// the tests are in the other files.
 package e2e
 
 import (
