@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hyfed/hyfed/server"
 )
 
 // The flows in Firefox (firefox-esr through puppeteer-core, WebDriver
@@ -24,19 +26,27 @@ func TestLayoutPhoneAndDesktopFirefox(t *testing.T) {
 	layoutPhoneAndDesktop(t, newFirefox)
 }
 
-// TestFirefoxHarnessSeesProblems: the Firefox harness records what fails
-// a test (the checks can fail): on the index page, a console error, an
-// uncaught exception, an HTTP error (Firefox logs none for a failed fetch;
-// the driver reports the response) and an inline script the server's CSP
-// refuses (the securitypolicyviolation event) are all problems.
-func TestFirefoxHarnessSeesProblems(t *testing.T) {
+// TestPagesUnderCSPFirefox is TestPagesUnderCSP's browser part in
+// Firefox: every page (index, create page, join page with its wasm
+// participant, dashboard as viewer and as admin, privacy view) loads and
+// does its work without a console error, an exception, an HTTP error or a
+// CSP violation. Then the control: the harness records each of those (a
+// console error, an uncaught exception, a 404, an inline script the CSP
+// refuses, which does not run), so the checks can fail.
+func TestPagesUnderCSPFirefox(t *testing.T) {
 	ts := startServer(t)
+	name := "e2e: CSP in Firefox"
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, Rounds: 3, MinParticipants: 2})
 	tb := newFirefox(t).newPage().(*ffTab)
-	tb.navigate(ts.URL + "/")
-	tb.waitJS("the index page", "document.readyState === 'complete'", 10*time.Second)
-	if p := tb.takeProblems(); len(p) > 0 {
-		tb.fatalf("the index page alone: %q", p)
+	for _, p := range cspPages(ts, name, link, fed) {
+		tb.navigate("about:blank") // a fresh load even when only the fragment differs
+		tb.navigate(ts.URL + p.path)
+		tb.waitJS(p.name+" to do its work", p.ready, joinTimeout)
+		if problems := tb.takeProblems(); len(problems) > 0 {
+			tb.fatalf("%s: console errors, exceptions, HTTP errors or CSP violations:\n  %s", p.name, strings.Join(problems, "\n  "))
+		}
 	}
+
 	pageEval[bool](tb, `(() => {
   console.error('e2e probe: a console error');
   setTimeout(() => { throw new Error('e2e probe: an exception'); }, 0);
@@ -64,5 +74,5 @@ func TestFirefoxHarnessSeesProblems(t *testing.T) {
 	if pageEval[bool](tb, "window.__e2eInlineRan === true") {
 		tb.fatalf("an inline script ran under the server's CSP")
 	}
-	t.Logf("firefox: recorded %d problems:\n  %s", len(got), strings.Join(got, "\n  "))
+	t.Logf("firefox: the control's problems were recorded:\n  %s", strings.Join(got, "\n  "))
 }

@@ -31,19 +31,11 @@ func TestPagesUnderCSP(t *testing.T) {
 	ts := startServer(t)
 	name := "e2e: CSP"
 	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, Rounds: 3, MinParticipants: 2})
-	byName := fmt.Sprintf("document.getElementById('title')?.textContent.trim() === %s", jsString(name))
-	pages := []struct{ name, path, ready string }{
-		{"index", "/#create=" + createToken, fmt.Sprintf("document.querySelector(%s) !== null", jsString("#feds a[href^='/federations/"+fed.ID+"']"))},
-		{"new", "/new#create=" + createToken, "document.getElementById('token-label')?.offsetParent === null"},
-		{"join", strings.TrimPrefix(link, ts.URL), fmt.Sprintf("document.body.dataset.ready === '1' && document.getElementById('fed').textContent.startsWith(%s)", jsString(name))},
-		{"dashboard (viewer)", fed.DashboardPath, byName + " && document.getElementById('admin-box').hidden && document.getElementById('conn').dataset.state === 'open'"},
-		{"dashboard (admin)", fed.AdminPath, byName + " && !document.getElementById('admin-box').hidden && !document.getElementById('act-start').disabled"},
-		{"privacy", "/federations/" + fed.ID + "/privacy#viewer=" + fed.ViewerToken, byName},
-	}
+	pages := cspPages(ts, name, link, fed)
 
 	// The headers, on the pages and on the worker's script (a worker's CSP
 	// is its own response's).
-	for _, p := range append(pages, struct{ name, path, ready string }{"worker", "/static/worker.js", ""}) {
+	for _, p := range append(pages, cspPage{"worker", "/static/worker.js", ""}) {
 		path, _, _ := strings.Cut(p.path, "#")
 		h := headersOf(t, ts.URL+path)
 		csp := h.Get("Content-Security-Policy")
@@ -89,6 +81,25 @@ func TestPagesUnderCSP(t *testing.T) {
 		tb.fatalf("an inline script ran: the page has no CSP")
 	}
 	t.Logf("the inline script was refused: %s", seen[0])
+}
+
+// cspPage is a page TestPagesUnderCSP loads: its path (from the server's
+// root) and a JavaScript condition that holds once it has done its work.
+type cspPage struct{ name, path, ready string }
+
+// cspPages lists every page, for the federation fed (named name, join link
+// link): index, create page, join page, dashboard as viewer and as admin,
+// privacy view.
+func cspPages(ts *testServer, name, link string, fed *server.CreateResponse) []cspPage {
+	byName := fmt.Sprintf("document.getElementById('title')?.textContent.trim() === %s", jsString(name))
+	return []cspPage{
+		{"index", "/#create=" + createToken, fmt.Sprintf("document.querySelector(%s) !== null", jsString("#feds a[href^='/federations/"+fed.ID+"']"))},
+		{"new", "/new#create=" + createToken, "document.getElementById('token-label')?.offsetParent === null"},
+		{"join", strings.TrimPrefix(link, ts.URL), fmt.Sprintf("document.body.dataset.ready === '1' && document.getElementById('fed').textContent.startsWith(%s)", jsString(name))},
+		{"dashboard (viewer)", fed.DashboardPath, byName + " && document.getElementById('admin-box').hidden && document.getElementById('conn').dataset.state === 'open'"},
+		{"dashboard (admin)", fed.AdminPath, byName + " && !document.getElementById('admin-box').hidden && !document.getElementById('act-start').disabled"},
+		{"privacy", "/federations/" + fed.ID + "/privacy#viewer=" + fed.ViewerToken, byName},
+	}
 }
 
 // workerViolationIsCaught: the participant's worker runs under the CSP of
