@@ -98,7 +98,7 @@ func newFirefox(t testing.TB) engine {
 	node, script := firefoxDriver(t)
 	ff := &firefox{t: t, downloads: t.TempDir(), exited: make(chan struct{}),
 		waiting: map[int]chan ffReply{}, pages: map[string]*ffTab{}}
-	ff.cmd = exec.Command(node, script, "--firefox", path, "--downloads", ff.downloads)
+	ff.cmd = exec.Command(node, script, "--firefox", path, "--downloads", ff.downloads, "--profile", t.TempDir())
 	ff.cmd.Stderr = &ff.out
 	ff.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // node, firefox and its content processes: one group to kill
 	var err error

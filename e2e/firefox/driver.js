@@ -1,8 +1,10 @@
 // driver.js: one headless Firefox (Debian's firefox-esr) driven through
 // WebDriver BiDi by puppeteer-core, for the Go tests in e2e/firefox_test.go.
 //
-//   node driver.js --firefox /usr/bin/firefox-esr --downloads DIR
+//   node driver.js --firefox /usr/bin/firefox-esr --downloads DIR [--profile DIR]
 //
+// --profile: the profile's folder (the caller removes it), else a new one
+// puppeteer makes and removes.
 // Commands come on stdin, one JSON object a line: {"id": 1, "op": "goto",
 // "page": "p1", "url": "..."}. Each gets one answer on stdout, {"id": 1,
 // "value": ...} or {"id": 1, "error": "..."}; between them come the pages'
@@ -100,9 +102,14 @@ async function run(browser, cmd) {
       return null;
     case 'popup': {
       const page = pageOf(cmd);
-      const opened = new Promise((resolve) => page.once('popup', resolve));
+      let timer;
+      const opened = new Promise((resolve) => {
+        page.once('popup', resolve);
+        timer = setTimeout(() => resolve(null), 20000);
+      });
       await page.click(cmd.sel);
       const p = await opened;
+      clearTimeout(timer);
       if (!p) throw new Error('the click on ' + cmd.sel + ' opened no page');
       const id = await watch(p, {width: 1280, height: 900});
       // The watchers came after the new page's first load began: load it
@@ -147,6 +154,7 @@ async function main() {
     executablePath: arg('firefox', '/usr/bin/firefox-esr'),
     headless: true,
     extraPrefsFirefox: prefs,
+    userDataDir: arg('profile', undefined),
     protocolTimeout: 60000,
   });
   let closing = false;
