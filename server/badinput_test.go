@@ -71,11 +71,11 @@ func (m *meddler) Write(ctx context.Context, f []byte) error {
 		bad.DW = bad.DW[:len(bad.DW)-1] // a wrong length: bad-field
 		m.send(ctx, bad)
 	}
-	if msg.Round == 4 && msg.Kind == protocol.KindDelta && len(msg.Sealed) > 0 && m.once("delta") {
+	if msg.Round == 4 && (msg.Kind == protocol.KindDelta || msg.Kind == protocol.KindGramPart) && len(msg.Sealed) > 0 && m.once("delta") {
 		bad := msg
 		bad.Sealed = seal.Vec{}
 		for ci, c := range msg.Sealed {
-			other := 0 // a chunk of samples it does not hold: bad-field
+			other := 0 // a chunk of samples (or a Gram of a group) it does not hold: bad-field
 			if ci == 0 {
 				other = 1
 			}

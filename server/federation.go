@@ -51,9 +51,10 @@ type federation struct {
 	saver     *saver
 	// wire counts the bytes of the frames actually received and sent.
 	wireIn, wireOut atomic.Int64
-	// slots is the layout's slot count once the federation has started,
-	// for the decode limits of the connections' readers (no lock there).
-	slots atomic.Int64
+	// chunks bounds the chunk indexes of sealed vectors once the
+	// federation has started (Coordinator.MaxChunks), for the decode
+	// limits of the connections' readers (no lock there).
+	chunks atomic.Int64
 	// attack is the curious-server demonstration (Options.Curious), nil
 	// without it. Set once when loaded; it has its own locks.
 	attack *attack
@@ -164,7 +165,7 @@ func (f *federation) loadCoordinator() error {
 	}
 	c.EnableCheckpoints()
 	f.coord = c
-	f.slots.Store(int64(c.NumSlots()))
+	f.chunks.Store(int64(c.MaxChunks()))
 	f.reported = len(c.History())
 	f.finished = c.Finished()
 	if f.meta.Stopped && !c.Finished() {
@@ -273,7 +274,7 @@ func (f *federation) name(k int) string {
 // afterChange follows the coordinator after it moved: deadlines, events,
 // checkpoints. Called with f.mu held.
 func (f *federation) afterChange() {
-	f.slots.Store(int64(f.coord.NumSlots()))
+	f.chunks.Store(int64(f.coord.MaxChunks()))
 	if cp := f.coord.TakeCheckpoint(); cp != nil {
 		f.saver.offer(cp)
 	}

@@ -234,8 +234,10 @@ func testViews(t *testing.T, scheme string, sealPrimal bool) {
 		return v.SealedAsOfRound != nil && *v.SealedAsOfRound == rounds
 	})
 
+	// The last iterate, which the server view shows (the handed-out
+	// model is the best round's).
 	var model ModelView
-	if err := json.Unmarshal(ts.get(t, "/api/federations/"+fed.ID+"/model"), &model); err != nil {
+	if err := json.Unmarshal(ts.get(t, "/api/federations/"+fed.ID+"/model?iterate=last"), &model); err != nil {
 		t.Fatal(err)
 	}
 	if model.Round != rounds || model.NumFeatures != p.Data.M() || len(model.W) != p.Data.M() {

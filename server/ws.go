@@ -265,12 +265,12 @@ func (c *conn) read() ([]byte, error) {
 	return b, nil
 }
 
-// limits are the decode limits: the layout's chunk count once known. It
+// limits are the decode limits: the layouts' chunk bound once known. It
 // takes no lock, so readers decode while the coordinator works.
 func (f *federation) limits() protocol.Limits {
 	lim := f.srv.opt.Limits
-	if n := int(f.slots.Load()); n > 0 {
-		lim.MaxChunks = n/f.scheme.ChunkLen() + 1
+	if n := int(f.chunks.Load()); n > 0 {
+		lim.MaxChunks = n
 	}
 	return lim
 }

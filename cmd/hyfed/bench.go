@@ -23,7 +23,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	df.register(fs, "fashion-mnist")
 	var o experiment.Options
 	fs.StringVar(&o.Partition, "partition", "quadrants:2", "partition")
-	fs.StringVar(&o.Step, "step", "hyfed", "step rule: hyfed or paper")
+	fs.StringVar(&o.Step, "step", protocol.StepBlock, "step rule: block, hyfed or paper")
 	fs.Float64Var(&o.Lambda, "lambda", 1e-3, "lambda")
 	fs.Float64Var(&o.IIC, "iic", 0.2, "inner iterations constant")
 	fs.Float64Var(&o.Fraction, "fraction", 1, "fraction")

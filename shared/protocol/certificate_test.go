@@ -30,13 +30,14 @@ func TestCertificate(t *testing.T) {
 		rounds      int
 		closeEnough float64 // final relative gap at most this: close to the optimum
 	}{
-		{"logistic grid 2x3", "logistic", StepHyFed, 2, 3, 1, false, false, 1000, 1e-8},
-		{"logistic grid 2x3 half active", "logistic", StepHyFed, 2, 3, 0.5, false, false, 1000, 1e-6},
-		{"logistic horizontal 3", "logistic", StepHyFed, 3, 1, 1, false, true, 800, 1e-8},
-		{"logistic vertical 3 sealed primal", "logistic", StepHyFed, 1, 3, 0.5, true, false, 800, 1e-6},
-		{"hinge grid 2x3", "hinge", StepHyFed, 2, 3, 1, false, false, 1000, 1e-5},
-		{"hinge grid 2x2 half active sealed primal", "hinge", StepHyFed, 2, 2, 0.5, true, true, 800, 1e-4},
-		{"hinge horizontal 3 most active", "hinge", StepHyFed, 3, 1, 0.7, false, false, 800, 1e-4},
+		{"logistic grid 2x3", "logistic", StepBlock, 2, 3, 1, false, false, 1000, 1e-8},
+		{"logistic grid 2x3 earlier rule", "logistic", StepHyFed, 2, 3, 1, false, false, 1000, 1e-8},
+		{"logistic grid 2x3 half active", "logistic", StepBlock, 2, 3, 0.5, false, false, 1000, 1e-6},
+		{"logistic horizontal 3", "logistic", StepBlock, 3, 1, 1, false, true, 800, 1e-8},
+		{"logistic vertical 3 sealed primal", "logistic", StepBlock, 1, 3, 0.5, true, false, 800, 1e-6},
+		{"hinge grid 2x3", "hinge", StepBlock, 2, 3, 1, false, false, 1000, 1e-5},
+		{"hinge grid 2x2 half active sealed primal", "hinge", StepBlock, 2, 2, 0.5, true, true, 800, 1e-4},
+		{"hinge horizontal 3 most active", "hinge", StepBlock, 3, 1, 0.7, false, false, 800, 1e-4},
 		// The paper rule does not get close (its dual values go stale):
 		// the certificate must hold all the same.
 		{"logistic paper rule", "logistic", StepPaper, 2, 2, 0.7, false, false, 300, 1},
@@ -53,7 +54,7 @@ func TestCertificate(t *testing.T) {
 			}
 			pstar := opt.Primal
 			blocks := gridBlocks(d, tc.k, tc.q)
-			cfg := Config{Lambda: lambda, Loss: tc.loss, Inner: 40, Fraction: tc.fraction, Rounds: tc.rounds, Seed: 5, SealPrimal: tc.sealPrimal}
+			cfg := Config{Lambda: lambda, Loss: tc.loss, Step: tc.step, Inner: 40, Fraction: tc.fraction, Rounds: tc.rounds, Seed: 5, SealPrimal: tc.sealPrimal}
 			if tc.step == StepPaper {
 				cfg.Step, cfg.Inner, cfg.Gamma = StepPaper, 5, 0.5
 			}

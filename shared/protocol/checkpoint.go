@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/gob"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/hyfed/hyfed/shared/seal"
@@ -62,6 +63,9 @@ type roundState struct {
 	// Best is the model handed out (Coordinator.Model); absent in
 	// checkpoints from before it was kept.
 	Best *Iterate
+	// The block rule's measured scale and Gram factors (absent before it).
+	Sigma float64
+	Kappa []float64
 }
 
 // EnableCheckpoints makes the coordinator capture its state at every round
@@ -95,7 +99,7 @@ func (c *Coordinator) checkpoint() *Checkpoint {
 		c.setupDigest = sha256.Sum256(c.setupBlob)
 	}
 	rs := roundState{Version: checkpointVersion, SetupDigest: c.setupDigest, Round: c.round, W: c.w,
-		History: c.history, Finished: c.round >= c.cfg.Rounds, Best: c.best}
+		History: c.history, Finished: c.round >= c.cfg.Rounds, Best: c.best, Sigma: c.sigma, Kappa: c.kappa}
 	var err error
 	if rs.Alpha, err = seal.MarshalVec(c.scheme, c.alpha); err != nil {
 		panic(fmt.Sprintf("checkpoint: dual values: %v", err))
@@ -178,6 +182,15 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 		return nil, fmt.Errorf("restore: saved state does not match the registrations")
 	}
 	c.groupStats, c.w = st.GroupStats, rs.W
+	if len(rs.Kappa) != 0 && len(rs.Kappa) != len(c.groups) || !(rs.Sigma >= 0) {
+		return nil, fmt.Errorf("restore: %d Gram factors for %d groups, scale %v", len(rs.Kappa), len(c.groups), rs.Sigma)
+	}
+	for _, k := range rs.Kappa {
+		if !(k >= 1) || math.IsInf(k, 0) {
+			return nil, fmt.Errorf("restore: Gram factor %v", k)
+		}
+	}
+	c.sigma, c.kappa = rs.Sigma, rs.Kappa
 	if b := rs.Best; b != nil {
 		if len(b.W) != c.numFeatures || b.Round < 0 || b.Round > rs.Round {
 			return nil, fmt.Errorf("restore: the best iterate (round %d, %d weights) does not fit round %d's %d features", b.Round, len(b.W), rs.Round, c.numFeatures)

@@ -14,8 +14,16 @@ import (
 
 // Step rules.
 const (
-	// StepHyFed is the default: synchronized picks within a sample group, a
-	// local sequential estimate of x.w, and an exact dual line search by the
+	// StepBlock is the default: every updating sample group picks H of
+	// its samples among those that violate optimality, its holders add
+	// their partial Grams of the picks under sealing, and each holder
+	// solves the group's H-dimensional dual subproblem exactly (CoCoA+
+	// scaling measured from the round before); the server takes the exact
+	// dual line search along the combined direction, beyond 1 up to the
+	// feasibility limit (docs/design.md, "The step rules").
+	StepBlock = "block"
+	// StepHyFed is the earlier default: synchronized picks within a sample
+	// group, a local sequential estimate of x.w, and a line search by the
 	// server over the round's aggregated direction (docs/design.md, "The step rules").
 	StepHyFed = "hyfed"
 	// StepPaper is Algorithm 5 of the HyFDCA paper as published: w fixed in the
@@ -40,9 +48,9 @@ const (
 type Config struct {
 	Lambda float64
 	Loss   string // hinge or logistic
-	Step   string // hyfed or paper
+	Step   string // block (default), hyfed or paper
 	// Inner is H, the number of samples each client (paper) or each sample
-	// group (hyfed) updates per round. Zero: computed from IIC when the
+	// group (block, hyfed; block caps it at MaxBlockPicks) updates per round. Zero: computed from IIC when the
 	// federation starts, H = ceil(IIC * N / clients).
 	Inner int
 	// IIC is the inner iterations constant (used when Inner is zero).
@@ -54,9 +62,10 @@ type Config struct {
 	// round; 1 means all.
 	Fraction float64
 	Rounds   int
-	// Search picks the default step's size along the round's direction:
-	// "dual" (the dual's maximiser) or "primal" (the smallest primal among
-	// steps that gain at least half as much dual as the maximiser).
+	// Search picks the step's size along the round's direction (block,
+	// hyfed): "dual" (the dual's maximiser; block's default) or "primal"
+	// (the smallest primal among steps that gain at least half as much
+	// dual as the maximiser; hyfed's default).
 	Search string
 	// Estimate is how a holder estimates the other holders' share of the
 	// change of x.w in its local loop: "meanfield" (group statistics) or
@@ -104,6 +113,11 @@ type Config struct {
 	Mu           float64 `json:",omitempty"` // HyFEM-Prox's proximal weight, FedHybrid's penalty
 	Mode         string  `json:",omitempty"` // FedHybrid: newton (default), gradient or mixed
 }
+
+// synced reports whether the step rule picks the same samples at every
+// holder of a group and moves the dual values by a server-chosen step
+// (block, hyfed), rather than each client on its own (paper).
+func (c *Config) synced() bool { return c.Step != StepPaper }
 
 // AlgoHyFDCA is the default algorithm.
 const AlgoHyFDCA = "hyfdca"
@@ -164,10 +178,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("config: %w", err)
 	}
 	if c.Step == "" {
-		c.Step = StepHyFed
+		c.Step = StepBlock
 	}
-	if c.Step != StepHyFed && c.Step != StepPaper {
-		return fmt.Errorf("config: step %q: want %s or %s", c.Step, StepHyFed, StepPaper)
+	if c.Step != StepBlock && c.Step != StepHyFed && c.Step != StepPaper {
+		return fmt.Errorf("config: step %q: want %s, %s or %s", c.Step, StepBlock, StepHyFed, StepPaper)
 	}
 	if !(c.Lambda > 0) || math.IsInf(c.Lambda, 0) {
 		return fmt.Errorf("config: lambda %v must be positive and finite", c.Lambda)
@@ -186,6 +200,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Search == "" {
 		c.Search = SearchPrimal
+		if c.Step == StepBlock {
+			c.Search = SearchDual
+		}
 	}
 	if c.Search != SearchDual && c.Search != SearchPrimal {
 		return fmt.Errorf("config: search %q: want %s or %s", c.Search, SearchDual, SearchPrimal)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -22,7 +23,7 @@ type Envelope struct {
 const (
 	PhaseSetup     = "setup"
 	PhaseRefresh   = "refresh"
-	PhaseStep      = "step"
+	PhaseStep      = "step" // block: the Grams of the picks
 	PhaseDirection = "direction"
 	PhaseIP        = "ip"
 	PhaseMetrics   = "metrics"
@@ -136,9 +137,17 @@ type Coordinator struct {
 	// left); w is opened again before the next step.
 	wStale    bool
 	phaseGrid []float64 // the candidate steps being priced (nil: just metrics)
-	aborted   bool
-	missing   bool
-	ipSum     seal.Vec
+	gammaMax  float64   // the largest step the round's direction allows
+	// block step: the measured CoCoA+ scale for the next round (0: none
+	// yet) and, per group, the factor on its summed partial Grams
+	// (checkpointed); dealt marks the groups whose holders share features.
+	sigma      float64
+	roundSigma float64 // the scale this round's subproblems used
+	kappa      []float64
+	dealt      []bool
+	aborted    bool
+	missing    bool
+	ipSum      seal.Vec
 
 	holdStart bool // StartNow starts, not the Clients-th registration
 	aligned   bool // the participants are fixed
@@ -809,7 +818,22 @@ func (c *Coordinator) check(k int, m Message) error {
 			return c.checkFeatureChunks(k, m)
 		}
 	}
+	if m.Kind == KindDirPart {
+		if !(m.GammaMax >= 0) || math.IsInf(m.GammaMax, 0) {
+			return fmt.Errorf("dir-part: step limit %v is not a finite non-negative number", m.GammaMax)
+		}
+	}
 	switch m.Kind {
+	case KindGramPart:
+		// Only the chunks of the client's updating groups' Grams.
+		per := gramChunks(blockPicks(c.cfg), c.scheme.ChunkLen())
+		for ci := range m.Sealed {
+			gi := ci / per
+			if _, ok := cs.localGroup[gi]; !ok || !slices.Contains(c.updating, gi) {
+				return fmt.Errorf("gram-part: sealed chunk %d lies outside the Grams of the client's updating groups", ci)
+			}
+		}
+		return nil
 	case KindLocalPart:
 		if len(m.W) != 0 || len(m.HatW) != 0 || len(m.DW) != 0 {
 			return fmt.Errorf("local-part: plaintext weights: they travel sealed only")
@@ -1007,6 +1031,22 @@ func (c *Coordinator) Clients() []ClientInfo {
 
 // NumSlots returns the layout's slot count (0 before the start).
 func (c *Coordinator) NumSlots() int { return c.numSlots }
+
+// MaxChunks bounds the chunk indexes of any sealed vector of the
+// federation (0 before the start): the sample layout's, the feature
+// layout's (sealed primal; FedHybrid's two limbs a feature) and the block
+// rule's Gram layout.
+func (c *Coordinator) MaxChunks() int {
+	if c.numSlots == 0 {
+		return 0
+	}
+	cl := c.scheme.ChunkLen()
+	n := max(c.numSlots, 2*c.numFeatures)/cl + 1
+	if c.cfg.Step == StepBlock && !c.cfg.Baseline() {
+		n = max(n, len(c.groups)*gramChunks(blockPicks(c.cfg), cl))
+	}
+	return n
+}
 
 // NumTrain returns the number of training samples (0 before the start).
 func (c *Coordinator) NumTrain() int { return c.numTrain }

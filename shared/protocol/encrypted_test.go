@@ -77,8 +77,9 @@ func TestEncryptedTrafficHoldsNoSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, step := range []string{StepHyFed, StepPaper} {
+	for _, step := range []string{StepBlock, StepHyFed, StepPaper} {
 		f := newFedScheme(t, blocks, Config{Lambda: 1e-2, Step: step, Inner: 10, Fraction: 0.7, Rounds: 15, Seed: 3}, scheme)
+		per := gramChunks(blockPicks(f.coord.cfg), scheme.ChunkLen())
 		var mu sync.Mutex
 		secrets := map[float64]bool{} // every value that travelled sealed
 		type field struct {
@@ -94,7 +95,7 @@ func TestEncryptedTrafficHoldsNoSecrets(t *testing.T) {
 				}
 			}
 		}
-		cipherChunks, openedForClients := 0, 0
+		cipherChunks, openedForClients, grams := 0, 0, 0
 		f.mem.Observe = func(toServer bool, k int, m *Message) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -107,6 +108,17 @@ func TestEncryptedTrafficHoldsNoSecrets(t *testing.T) {
 					vals, err := key.Open(c)
 					if err != nil {
 						t.Fatal(err)
+					}
+					if m.Kind == KindGramSum || m.Kind == KindGramPart {
+						// The Gram layout: a group's chunks hold its Gram only.
+						for _, x := range vals {
+							secrets[x] = true
+						}
+						if _, ok := f.coord.clients[k].localGroup[ci/per]; !ok {
+							t.Fatalf("%s: client %d sent or received chunk %d of the Gram of group %d, which it does not hold", step, k, ci, ci/per)
+						}
+						grams++
+						continue
 					}
 					for off, x := range vals {
 						secrets[x] = true
@@ -139,13 +151,18 @@ func TestEncryptedTrafficHoldsNoSecrets(t *testing.T) {
 			add("GridConj", m.GridConj...)
 			add("GridWDot", m.GridWDot...)
 			add("GroupStats", m.GroupStats...)
-			// Grid and Gamma are left out: step sizes the server picks
+			if m.GammaMax != 1 {
+				// 1 says that a pick reached its bound (docs/privacy.md),
+				// and hinge dual values at their bounds are 1 too.
+				add("GammaMax", m.GammaMax)
+			}
+			// Grid, Gamma, Sigma and Kappa are left out: numbers the server picks
 			// itself (fractions like 1/2, which hinge dual values at
 			// their bounds share by coincidence).
 		}
 		f.run(t)
-		if cipherChunks == 0 || openedForClients == 0 {
-			t.Fatal("no ciphertexts observed")
+		if cipherChunks == 0 || openedForClients == 0 || (step == StepBlock) != (grams > 0) {
+			t.Fatalf("%s: %d ciphertexts observed, %d opened for clients, %d Gram chunks", step, cipherChunks, openedForClients, grams)
 		}
 		delete(secrets, 0) // zeros are everywhere and say nothing
 		for _, p := range plain {

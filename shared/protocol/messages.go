@@ -27,6 +27,8 @@ const (
 	KindError     Kind = "error"      // a typed error for the receiver
 	KindOpen      Kind = "open"       // open this aggregate of sealed primal vectors (SealPrimal)
 	KindLocal     Kind = "local"      // averaging baselines: take local steps from w (W) and seal the weights
+	KindGram      Kind = "gram"       // block step: pick the group's samples, seal the block's partial Gram of them
+	KindGramSum   Kind = "gram-sum"   // block step: the summed sealed Grams: solve the group's subproblem
 	KindHello     Kind = "hello"      // participant registers its block
 	KindNormsPart Kind = "norms-part" // sealed squared norms of the block's rows
 	KindPrimal    Kind = "primal"     // hat_w_k
@@ -38,6 +40,7 @@ const (
 	KindWelcome   Kind = "welcome"    // the server accepted a hello: the session token and the participant's name
 	KindOpened    Kind = "opened"     // the opened aggregate, on every feature (SealPrimal)
 	KindLocalPart Kind = "local-part" // averaging baselines: the sealed local weights
+	KindGramPart  Kind = "gram-part"  // block step: the sealed partial Grams of the picks
 )
 
 // Error codes of KindError messages: what a sender did wrong, for programs
@@ -105,6 +108,16 @@ type Message struct {
 	// (local: ActiveHolders per feature of the client).
 	Groups        []int
 	ActiveHolders []int
+	// gram: per entry of Groups, the first chunk of the group's Gram in the
+	// Gram layout (every group has its own chunks, so a client opens only
+	// its own groups' Grams).
+	GramAt []int `json:",omitempty"`
+	// gram-sum: the subproblems' scale sigma' (CoCoA+'s, >= 1) and, per
+	// entry of Groups, the factor kappa (>= 1) on the summed partial Grams
+	// (1 when the group's holders hold disjoint features, so that the sum
+	// is the exact Gram).
+	Sigma float64   `json:",omitempty"`
+	Kappa []float64 `json:",omitempty"`
 	// Report lists the local groups whose label-dependent sums (conjugate
 	// change, loss, accuracy) this client reports: one holder per group.
 	Report []int
@@ -123,6 +136,10 @@ type Message struct {
 	HatW  []float64 // on the client's features, unscaled sum_n a_n x_{k,n}
 	DW    []float64 // on the client's features, unscaled sum_n d_n x_{k,n}
 	DConj float64   // sum over labelled training samples of the conjugate change
+	// dir-part under the block step, over the groups the client reports:
+	// the largest step that keeps every picked dual value feasible (0: no
+	// limit).
+	GammaMax float64 `json:",omitempty"`
 
 	// metrics, one entry per grid value. GridLoss bounds the loss sum
 	// from above: each margin is moved against its label by the most the
@@ -187,6 +204,7 @@ func (m *Message) WireSize(s seal.Scheme) int {
 		n += len(p) + 2
 	}
 	n += len(m.Heldout) + 8*len(m.Features) + len(m.Fingerprint) + 8*(len(m.Groups)+len(m.ActiveHolders)+len(m.Report))
+	n += 8 * (len(m.GramAt) + len(m.Kappa))
 	n += 8 * (len(m.W) + len(m.HatW) + len(m.DW) + len(m.GroupStats) + len(m.Grid) + 2*len(m.GridLoss) + len(m.GridWDot) + 2*len(m.GridTrainOK))
 	n += 8 * 8
 	if m.Setup != nil {

@@ -44,10 +44,15 @@ type Participant struct {
 	u       []float64 // the round's primal direction u on the block's features
 	// hw is sum_n a_n x_{k,n} over the training samples from the dual
 	// values as held (nil: compute it afresh); metrics price the dual with it.
-	hw     []float64
-	ready  bool
-	est    []groupEstimate         // per local group, for the local sequential estimate
-	hybrid *baseline.FedHybridNode // fedhybrid: x_i and lambda_i (nil until the first round after a setup)
+	hw    []float64
+	ready bool
+	// block step: this round's picks and Gram chunk per local group, and
+	// the largest step the found direction allows
+	picks    map[int][]int
+	gramAt   map[int]int
+	gammaMax float64
+	est      []groupEstimate         // per local group, for the local sequential estimate
+	hybrid   *baseline.FedHybridNode // fedhybrid: x_i and lambda_i (nil until the first round after a setup)
 }
 
 // groupEstimate holds what a holder needs to estimate how the other
@@ -118,6 +123,10 @@ func (p *Participant) Handle(m Message) ([]Message, error) {
 		return p.onStep(m)
 	case KindDirection:
 		return p.onDirection(m)
+	case KindGram:
+		return p.onGram(m)
+	case KindGramSum:
+		return p.onGramSum(m)
 	case KindWeights:
 		return p.onWeights(m)
 	case KindIP:
@@ -266,7 +275,7 @@ func (p *Participant) onRefresh(m Message) ([]Message, error) {
 	switch {
 	case !cfg.SealPrimal:
 		return []Message{{Kind: KindPrimal, Round: m.Round, HatW: p.primal()}}, nil
-	case cfg.Step == StepHyFed:
+	case cfg.synced():
 		// The server's w already holds this client's share (see the
 		// coordinator's refresh): acknowledge only.
 		return []Message{{Kind: KindPrimal, Round: m.Round}}, nil
@@ -471,9 +480,19 @@ func (p *Participant) onDirection(m Message) ([]Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("participant: direction: %w", err)
 	}
+	out, err := p.directionPart(m.Round, d, p.reportSet(m.Report))
+	if err != nil {
+		return nil, err
+	}
+	return []Message{out}, nil
+}
+
+// directionPart keeps the round's direction d (per local sample) and
+// returns the block's share of dw = X^T d (sealed per feature under
+// SealPrimal) with the conjugate change of the reported groups.
+func (p *Participant) directionPart(round int, d []float64, report []bool) (Message, error) {
 	dw := make([]float64, len(p.block.Features))
 	dconj := 0.0
-	report := p.reportSet(m.Report)
 	for _, i := range p.train {
 		if d[i] == 0 {
 			continue
@@ -493,11 +512,11 @@ func (p *Participant) onDirection(m Message) ([]Message, error) {
 	if p.setup.Config.SealPrimal {
 		v, err := p.sealFeatures(dw)
 		if err != nil {
-			return nil, fmt.Errorf("participant: direction: %w", err)
+			return Message{}, fmt.Errorf("participant: direction: %w", err)
 		}
-		return []Message{{Kind: KindDirPart, Round: m.Round, Sealed: v, DConj: dconj}}, nil
+		return Message{Kind: KindDirPart, Round: round, Sealed: v, DConj: dconj}, nil
 	}
-	return []Message{{Kind: KindDirPart, Round: m.Round, DW: dw, DConj: dconj}}, nil
+	return Message{Kind: KindDirPart, Round: round, DW: dw, DConj: dconj}, nil
 }
 
 func (p *Participant) onWeights(m Message) ([]Message, error) {
@@ -572,8 +591,15 @@ func (p *Participant) onApply(m Message) ([]Message, error) {
 	if p.pending == nil {
 		return nil, fmt.Errorf("participant: apply for round %d without a direction", m.Round)
 	}
-	if math.IsNaN(m.Gamma) || m.Gamma <= 0 || m.Gamma > 1 {
-		return nil, fmt.Errorf("participant: apply: step %v outside (0, 1]", m.Gamma)
+	limit := 1.0
+	if p.setup.Config.Step == StepBlock {
+		// The server's step is at most the smallest of the groups'
+		// limits, this client's among them (the slack: the division
+		// that found it).
+		limit = p.gammaMax * (1 + 1e-12)
+	}
+	if math.IsNaN(m.Gamma) || m.Gamma <= 0 || m.Gamma > limit {
+		return nil, fmt.Errorf("participant: apply: step %v outside (0, %v]", m.Gamma, limit)
 	}
 	report := p.reportSet(m.Report)
 	var slots []int
@@ -779,7 +805,8 @@ func finiteFields(m Message) error {
 	for _, f := range [...]struct {
 		name string
 		vs   []float64
-	}{{"W", m.W}, {"Grid", m.Grid}, {"GroupStats", m.GroupStats}, {"Gamma", []float64{m.Gamma}}} {
+	}{{"W", m.W}, {"Grid", m.Grid}, {"GroupStats", m.GroupStats}, {"Gamma", []float64{m.Gamma}},
+		{"Sigma", []float64{m.Sigma}}, {"Kappa", m.Kappa}} {
 		for i, v := range f.vs {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return fmt.Errorf("%s message: field %s[%d] is %v, not a finite number", m.Kind, f.name, i, v)

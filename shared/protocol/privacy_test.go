@@ -9,13 +9,15 @@ import (
 // TestClientsReceiveOnlyTheirOwnSlots records every sealed vector sent to a
 // client and opens it: no slot of a sample the client does not hold may
 // carry a value. (With the plaintext scheme anyone can open them; with real
-// encryption only participants can, which is why this matters.)
+// encryption only participants can, which is why this matters.) Under
+// the block rule a client also receives the summed Grams of its updating
+// groups' picks: only chunks of the Grams of groups it holds.
 func TestClientsReceiveOnlyTheirOwnSlots(t *testing.T) {
 	d := testData(200, 8, 12)
-	for _, step := range []string{StepHyFed, StepPaper} {
+	for _, step := range []string{StepBlock, StepHyFed, StepPaper} {
 		f := newFed(t, gridBlocks(d, 2, 2), Config{Lambda: 1e-2, Step: step, Inner: 10, Fraction: 0.7, Rounds: 20, Seed: 3})
 		key := seal.PlainKey{S: f.coord.Scheme().(seal.Plaintext)}
-		checked := 0
+		checked, grams := 0, 0
 		f.mem.Observe = func(toServer bool, k int, m *Message) {
 			if toServer {
 				return
@@ -25,6 +27,16 @@ func TestClientsReceiveOnlyTheirOwnSlots(t *testing.T) {
 				for _, s := range f.coord.clients[k].slots {
 					own[s] = true
 				}
+			}
+			if m.Kind == KindGramSum {
+				per := gramChunks(blockPicks(f.coord.cfg), key.S.ChunkLen())
+				for ci := range m.Sealed {
+					if _, ok := f.coord.clients[k].localGroup[ci/per]; !ok {
+						t.Fatalf("%s: client %d got the Gram chunk %d of group %d, which it does not hold", step, k, ci, ci/per)
+					}
+					grams++
+				}
+				return
 			}
 			for _, v := range []seal.Vec{m.Sealed, m.Alpha} {
 				for ci, c := range v {
@@ -43,8 +55,8 @@ func TestClientsReceiveOnlyTheirOwnSlots(t *testing.T) {
 			}
 		}
 		f.run(t)
-		if checked == 0 {
-			t.Fatal("no sealed vectors observed")
+		if checked == 0 || (step == StepBlock) != (grams > 0) {
+			t.Fatalf("%s: %d sealed vectors and %d Gram chunks observed", step, checked, grams)
 		}
 	}
 }

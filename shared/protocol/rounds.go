@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/hyfed/hyfed/shared/averaging"
@@ -66,12 +67,15 @@ func (c *Coordinator) nextRound() {
 		if !cs.connected || !cs.ready || !cs.stale {
 			continue
 		}
-		if c.cfg.Step == StepHyFed || cs.activeRound || cs.returned {
+		if c.cfg.synced() || cs.activeRound || cs.returned {
 			refresh = append(refresh, k)
 		}
 	}
 	step := c.hyfedStep
-	if c.cfg.Step == StepPaper {
+	switch c.cfg.Step {
+	case StepBlock:
+		step = c.blockStep
+	case StepPaper:
 		step = c.paperStep
 	}
 	full := c.needFullIP || c.round%fullIPEvery == 0
@@ -81,7 +85,7 @@ func (c *Coordinator) nextRound() {
 		// Returning clients send a fresh hat_w first; w changes, so every
 		// inner product is computed again before the local steps.
 		c.refreshPhase(refresh, func() { c.ipPhase(false, step) })
-	case full && c.cfg.Step == StepHyFed:
+	case full && c.cfg.synced():
 		// Inner products are updated by increments between full
 		// computations; start afresh now and then against drift.
 		c.ipPhase(false, step)
@@ -266,8 +270,8 @@ func (c *Coordinator) refreshPhase(targets []int, then func()) {
 		switch {
 		case !c.cfg.SealPrimal:
 			c.recomputeW()
-		case c.cfg.Step == StepHyFed:
-			// The default rule keeps w = sum_k hat_w_k/(lambda N) by
+		case c.cfg.synced():
+			// The synced rules keep w = sum_k hat_w_k/(lambda N) by
 			// applying each round's opened direction; a returning
 			// client's fresh hat_w_k differs from its share of w only by
 			// the rounding of its dual values (a resync, sent sealed
@@ -343,38 +347,11 @@ func (c *Coordinator) recomputeW() {
 // least one of them active: every holder of such a group contributes its
 // block to the direction's dw, so the server's line search is exact.
 func (c *Coordinator) hyfedStep() {
-	el := map[int]bool{}
-	for _, k := range c.eligible() {
-		el[k] = true
-	}
-	c.updating = c.updating[:0]
-	for gi, g := range c.groups {
-		all, any := true, false
-		for _, h := range g.holders {
-			all = all && el[h]
-			any = any || c.clients[h].activeRound
-		}
-		if all && any && g.train > 0 {
-			c.updating = append(c.updating, gi)
-		}
-	}
-	for k := range el {
-		if c.clients[k].activeRound {
-			c.cur.Active++
-		}
-	}
-	c.cur.Updated = len(c.updating)
-	if len(c.updating) == 0 {
+	targets := c.selectUpdating()
+	if len(targets) == 0 {
 		c.trialPhase(nil, 0)
 		return
 	}
-	targetSet := map[int]bool{}
-	for _, gi := range c.updating {
-		for _, h := range c.groups[gi].holders {
-			targetSet[h] = true
-		}
-	}
-	targets := sortedSet(targetSet)
 	for _, k := range targets {
 		cs := c.clients[k]
 		m := Message{Kind: KindStep, Round: c.round, Active: cs.activeRound}
@@ -450,7 +427,7 @@ func (c *Coordinator) hyfedStep() {
 					c.dirDW[k] = p.replies[k].DW
 					c.clients[k].lastDW, c.clients[k].lastDWRound = p.replies[k].DW, c.round
 				}
-				c.lineSearch(c.directionOf(targets, p.replies), dconj)
+				c.lineSearch(c.directionOf(targets, p.replies), dconj, 1)
 				return
 			}
 			// Sealed shares of u: add them, have a participant open the
@@ -461,10 +438,44 @@ func (c *Coordinator) hyfedStep() {
 			}
 			c.dirDW = nil
 			c.openPhase(sum, map[int]bool{}, func(u []float64) {
-				c.lineSearch(u, dconj)
+				c.lineSearch(u, dconj, 1)
 			}, func() { c.trialPhase(nil, 0) })
 		})
 	})
+}
+
+// selectUpdating sets the round's updating groups (c.updating): those
+// whose holders are all eligible, at least one of them active. It returns
+// their holders.
+func (c *Coordinator) selectUpdating() []int {
+	el := map[int]bool{}
+	for _, k := range c.eligible() {
+		el[k] = true
+	}
+	c.updating = c.updating[:0]
+	for gi, g := range c.groups {
+		all, any := true, false
+		for _, h := range g.holders {
+			all = all && el[h]
+			any = any || c.clients[h].activeRound
+		}
+		if all && any && g.train > 0 {
+			c.updating = append(c.updating, gi)
+		}
+	}
+	for k := range el {
+		if c.clients[k].activeRound {
+			c.cur.Active++
+		}
+	}
+	c.cur.Updated = len(c.updating)
+	targetSet := map[int]bool{}
+	for _, gi := range c.updating {
+		for _, h := range c.groups[gi].holders {
+			targetSet[h] = true
+		}
+	}
+	return sortedSet(targetSet)
 }
 
 // withoutGroupsOf drops from the round's updating groups those held by any
@@ -507,9 +518,11 @@ func (c *Coordinator) directionOf(targets []int, replies map[int]Message) []floa
 }
 
 // lineSearch takes the round's primal direction u and the summed conjugate
-// change, finds the step gamma* in [0,1] that maximises the dual along the
-// direction, then lets the label holders price candidate steps.
-func (c *Coordinator) lineSearch(u []float64, dconj float64) {
+// change at step 1, finds the step gamma* in [0, gmax] that maximises the
+// dual along the direction (exactly for the hinge loss, whose conjugate
+// term is linear in the step; from the chord at 1 otherwise), then lets
+// the label holders price candidate steps.
+func (c *Coordinator) lineSearch(u []float64, dconj, gmax float64) {
 	wu, uu := 0.0, 0.0
 	for i, v := range u {
 		wu += c.w[i] * v
@@ -519,10 +532,11 @@ func (c *Coordinator) lineSearch(u []float64, dconj float64) {
 	gamma := 0.0
 	switch {
 	case uu > 0:
-		gamma = math.Max(0, math.Min(1, num/(c.cfg.Lambda*uu)))
+		gamma = math.Max(0, math.Min(gmax, num/(c.cfg.Lambda*uu)))
 	case num > 0:
-		gamma = 1
+		gamma = gmax
 	}
+	c.gammaMax = gmax
 	c.trialPhase(u, gamma)
 }
 
@@ -535,7 +549,7 @@ func (c *Coordinator) trialPhase(u []float64, gammaD float64) {
 	targets := c.eligible()
 	grid := []float64{0}
 	if u != nil {
-		grid = candidateSteps(gammaD, c.cfg.Search)
+		grid = candidateSteps(gammaD, c.gammaMax, c.cfg.Search, c.cfg.Step == StepBlock, c.cfg.Loss != "hinge")
 	}
 	for _, k := range targets {
 		c.send(k, Message{Kind: KindTrial, Round: c.round, W: c.onFeatures(k, u)})
@@ -565,6 +579,9 @@ func (c *Coordinator) trialPhase(u []float64, gammaD float64) {
 			gi := 0
 			if u != nil {
 				gi = c.chooseStep(grid, u, metrics, partial)
+				if c.cfg.Step == StepBlock {
+					c.adaptSigma(grid[gi])
+				}
 			}
 			if grid[gi] == 0 {
 				finish(0)
@@ -638,14 +655,35 @@ func (c *Coordinator) applyPhase(u []float64, gamma float64, done func(applied b
 	})
 }
 
-// candidateSteps returns the steps to price: 0, the dual's maximiser and,
-// for the primal search, a grid over the interval on which the dual does not
-// fall (the dual is a concave quadratic with its peak at gammaD).
-func candidateSteps(gammaD float64, search string) []float64 {
+// candidateSteps returns the steps to price: 0, the dual's maximiser
+// gammaD and, for the primal search, a grid over the interval on which the
+// dual does not fall (the dual is a concave quadratic with its peak at
+// gammaD), capped at gmax. The block rule's dual search also prices a few
+// multiples of gammaD and, with a smooth loss (whose gammaD comes from a
+// chord of the conjugate term, which can even say 0 on an ascent
+// direction), powers of two up to gmax: the priced duals are exact.
+func candidateSteps(gammaD, gmax float64, search string, block, smooth bool) []float64 {
+	if search != SearchPrimal && block {
+		out := []float64{0, gammaD}
+		add := func(g float64) {
+			if g > 0 && g <= gmax && !slices.Contains(out, g) {
+				out = append(out, g)
+			}
+		}
+		for _, f := range blockStepFactors {
+			add(f * gammaD)
+		}
+		if smooth {
+			for e := -6; e <= 4; e++ {
+				add(math.Ldexp(1, e))
+			}
+		}
+		return out
+	}
 	if search != SearchPrimal || gammaD == 0 {
 		return []float64{0, gammaD}
 	}
-	hi := math.Min(1, 2*gammaD)
+	hi := math.Min(gmax, 2*gammaD)
 	out := []float64{0, gammaD}
 	const n = 16
 	for j := 1; j <= n; j++ {
@@ -688,10 +726,19 @@ func (c *Coordinator) chooseStep(grid, u []float64, replies map[int]Message, par
 	// The dual values move by Quantize(gamma*d_n) (cut back to the
 	// feasible set), not gamma*d_n: the reporters priced exactly that, and a step that would lower the dual
 	// by the rounding is not taken.
+	if c.cfg.Search != SearchPrimal {
+		best := 0
+		for gi := range grid {
+			if duals[gi] > duals[best] {
+				best = gi
+			}
+		}
+		return best
+	}
 	if duals[1] <= duals[0] {
 		return 0
 	}
-	if c.cfg.Search != SearchPrimal || partial {
+	if partial {
 		return 1
 	}
 	floor := duals[0] + searchGain*(duals[1]-duals[0])

@@ -211,7 +211,7 @@ func TestWrongSecretIsRejected(t *testing.T) {
 // one exact coordinate step, under either rule.
 func TestOneClientH1DualNeverDecreases(t *testing.T) {
 	d := testData(120, 6, 8)
-	for _, step := range []string{StepHyFed, StepPaper} {
+	for _, step := range []string{StepBlock, StepHyFed, StepPaper} {
 		f := newFed(t, gridBlocks(d, 1, 1), Config{Lambda: 1e-2, Step: step, Inner: 1, Rounds: 300, Seed: 4})
 		h := f.run(t)
 		for i := 1; i < len(h); i++ {
@@ -236,7 +236,7 @@ func TestDeadlineDropsAStalledClient(t *testing.T) {
 	f := newFed(t, gridBlocks(d, 2, 2), Config{Lambda: lambda, Inner: 20, Rounds: 400, Seed: 8})
 	stalled, rejoined := false, false
 	f.mem.Lose = func(to int, m *Message) bool {
-		if to == 2 && f.coord.Round() == 5 && m.Kind == KindDirection {
+		if to == 2 && f.coord.Round() == 5 && (m.Kind == KindDirection || m.Kind == KindGramSum) {
 			stalled = true
 		}
 		return to == 2 && stalled && !rejoined

@@ -225,6 +225,15 @@ func fields(m *Message) string {
 	if len(m.ActiveHolders) > 0 {
 		add("active-holders", ints(m.ActiveHolders))
 	}
+	if len(m.GramAt) > 0 {
+		add("gram-at", ints(m.GramAt))
+	}
+	if m.Sigma != 0 {
+		add("sigma", num(m.Sigma))
+	}
+	if len(m.Kappa) > 0 {
+		add("kappa", nums(m.Kappa))
+	}
 	if len(m.Report) > 0 {
 		add("report", ints(m.Report))
 	}
@@ -247,6 +256,9 @@ func fields(m *Message) string {
 	}
 	if m.DConj != 0 {
 		add("dconj", num(m.DConj))
+	}
+	if m.GammaMax != 0 {
+		add("gamma-max", num(m.GammaMax))
 	}
 	if len(m.GridTrainOK) > 0 {
 		add("grid-train-ok", ints(m.GridTrainOK))

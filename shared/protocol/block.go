@@ -1,0 +1,431 @@
+package protocol
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/hyfed/hyfed/shared/seal"
+)
+
+// The block step (StepBlock). A round:
+//
+//  1. gram: every holder of an updating group picks the same H samples of
+//     the group among those that violate optimality at the current margins
+//     (a seed from the federation secret, the group and the round), and
+//     seals its partial Gram X_k X_k^T of the picks (its own features of
+//     them) into the group's chunks of the Gram layout;
+//  2. gram-sum: the server adds the ciphertexts per group and returns each
+//     holder its groups' sums; every holder solves the group's
+//     H-dimensional box-constrained dual subproblem (sequential SDCA on the
+//     picks against that Gram, scaled by sigma' and kappa) to 1e-8 and gets
+//     the same direction from the same numbers, then sends its share of dw
+//     as under the hyfed rule (plus, for the groups it reports, the
+//     feasibility limit of the step);
+//  3. the server's exact dual line search along the combined direction,
+//     up to the feasibility limit (steps beyond 1 are common: the scaled
+//     subproblems are conservative), priced and applied as under hyfed.
+//
+// sigma' starts at CoCoA+'s safe scale, the number of updating groups, and
+// follows the line search (adaptSigma). When a group's holders hold disjoint features (feature
+// blocks) their partial Grams add up to the exact Gram (kappa 1); when
+// they share features (a sample's non-zeros dealt among them) the sum
+// misses the cross-holder terms, and kappa times it, kappa up to the
+// number of holders, bounds the exact Gram from above (||sum_k a_k||^2 <=
+// Q sum_k ||a_k||^2); the server measures kappa from the group's last
+// direction where it sees the holders' shares.
+
+// MaxBlockPicks caps H under the block step: every holder of an updating
+// group seals H(H+1)/2 Gram entries a round (512: 33 ciphertexts at ring
+// degree 4096).
+const MaxBlockPicks = 512
+
+// blockStepFactors are the multiples of the line search's step that the
+// block rule also prices.
+var blockStepFactors = []float64{0.5, 0.8, 1.25, 2}
+
+// maxBlockStep bounds a step along the combined direction when no picked
+// dual value limits it.
+const maxBlockStep = 1e6
+
+// blockPicks is H under the block step.
+func blockPicks(cfg Config) int { return min(cfg.Inner, MaxBlockPicks) }
+
+// gramChunks is the number of chunks the packed upper triangle of an h x h
+// Gram takes.
+func gramChunks(h, chunkLen int) int { return (h*(h+1)/2 + chunkLen - 1) / chunkLen }
+
+// blockStep runs the gram phase for the round's updating groups.
+func (c *Coordinator) blockStep() {
+	targets := c.selectUpdating()
+	if len(targets) == 0 {
+		c.trialPhase(nil, 0)
+		return
+	}
+	c.initBlock()
+	per := gramChunks(blockPicks(c.cfg), c.scheme.ChunkLen())
+	for _, k := range targets {
+		cs := c.clients[k]
+		m := Message{Kind: KindGram, Round: c.round, Active: cs.activeRound}
+		for _, gi := range c.updating {
+			if lg, ok := cs.localGroup[gi]; ok {
+				m.Groups = append(m.Groups, lg)
+				m.GramAt = append(m.GramAt, gi*per)
+			}
+		}
+		c.send(k, m)
+	}
+	c.await(PhaseStep, KindGramPart, targets, func(p *phaseState) {
+		if len(p.dropped) > 0 {
+			// A holder left: its groups do not update this round; the
+			// others' Grams are complete (a group's chunks hold nothing else).
+			targets = c.withoutGroupsOf(p.dropped)
+			if len(targets) == 0 {
+				c.trialPhase(nil, 0)
+				return
+			}
+		}
+		keep := map[int]bool{}
+		for _, gi := range c.updating {
+			keep[gi] = true
+		}
+		parts := make([]seal.Vec, 0, len(targets))
+		for _, k := range targets {
+			v := seal.Vec{}
+			for ci, ch := range p.replies[k].Sealed {
+				if keep[ci/per] {
+					v[ci] = ch
+				}
+			}
+			parts = append(parts, v)
+		}
+		sum, err := seal.Sum(c.scheme, parts...)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		report := c.reporters(targets)
+		sigma := float64(len(c.updating))
+		if c.sigma > 0 {
+			sigma = math.Min(sigma, c.sigma)
+		}
+		c.roundSigma = sigma
+		for _, k := range targets {
+			cs := c.clients[k]
+			m := Message{Kind: KindGramSum, Round: c.round, Sealed: seal.Vec{}, Report: report[k], Sigma: sigma}
+			for _, gi := range c.updating {
+				lg, ok := cs.localGroup[gi]
+				if !ok {
+					continue
+				}
+				m.Groups = append(m.Groups, lg)
+				m.Kappa = append(m.Kappa, c.kappa[gi])
+				for ci := gi * per; ci < (gi+1)*per; ci++ {
+					if ch, ok := sum[ci]; ok {
+						m.Sealed[ci] = ch
+					}
+				}
+			}
+			c.send(k, m)
+		}
+		c.await(PhaseDirection, KindDirPart, targets, func(p *phaseState) {
+			if len(p.dropped) > 0 {
+				c.trialPhase(nil, 0)
+				return
+			}
+			dconj, gmax := 0.0, maxBlockStep
+			for _, k := range targets {
+				m := p.replies[k]
+				dconj += m.DConj
+				if m.GammaMax > 0 {
+					gmax = math.Min(gmax, m.GammaMax)
+				}
+			}
+			if !c.cfg.SealPrimal {
+				c.dirDW = map[int][]float64{}
+				for _, k := range targets {
+					c.dirDW[k] = p.replies[k].DW
+					c.clients[k].lastDW, c.clients[k].lastDWRound = p.replies[k].DW, c.round
+				}
+				c.measureKappa()
+				c.lineSearch(c.directionOf(targets, p.replies), dconj, gmax)
+				return
+			}
+			sum, ok := c.sumReplies(p.replies, targets)
+			if !ok {
+				return
+			}
+			c.dirDW = nil
+			c.openPhase(sum, map[int]bool{}, func(u []float64) {
+				c.lineSearch(u, dconj, gmax)
+			}, func() { c.trialPhase(nil, 0) })
+		})
+	})
+}
+
+// initBlock sets kappa's starting values once the groups are known: 1 for
+// groups whose holders hold disjoint features, the number of holders
+// otherwise (the safe bound).
+func (c *Coordinator) initBlock() {
+	if len(c.dealt) == len(c.groups) && len(c.kappa) == len(c.groups) {
+		return
+	}
+	c.dealt = make([]bool, len(c.groups))
+	for gi, g := range c.groups {
+		seen := map[int]bool{}
+		for _, h := range g.holders {
+			for _, f := range c.clients[h].features {
+				if seen[f] {
+					c.dealt[gi] = true
+				}
+				seen[f] = true
+			}
+		}
+	}
+	if len(c.kappa) != len(c.groups) { // not restored from a checkpoint
+		c.kappa = make([]float64, len(c.groups))
+		for gi, g := range c.groups {
+			c.kappa[gi] = 1
+			if c.dealt[gi] {
+				c.kappa[gi] = float64(len(g.holders))
+			}
+		}
+	}
+}
+
+// measureKappa sets the next kappa of each dealt group whose holders hold
+// no other updating group: ||sum_k dw_k||^2 / sum_k ||dw_k||^2 from their
+// plaintext shares of the round's direction (none under SealPrimal),
+// clamped to [1, holders]: how much of the direction's curvature the
+// partial Grams miss.
+func (c *Coordinator) measureKappa() {
+	count := map[int]int{}
+	for _, gi := range c.updating {
+		for _, h := range c.groups[gi].holders {
+			count[h]++
+		}
+	}
+	full := make([]float64, c.numFeatures)
+	for _, gi := range c.updating {
+		g := c.groups[gi]
+		if !c.dealt[gi] {
+			continue
+		}
+		own := true
+		for _, h := range g.holders {
+			own = own && count[h] == 1
+		}
+		if !own {
+			continue
+		}
+		clear(full)
+		part := 0.0
+		for _, h := range g.holders {
+			for j, f := range c.clients[h].features {
+				v := c.dirDW[h][j]
+				full[f] += v
+				part += v * v
+			}
+		}
+		ff := 0.0
+		for _, v := range full {
+			ff += v * v
+		}
+		if part > 0 {
+			c.kappa[gi] = math.Max(1, math.Min(float64(len(g.holders)), ff/part))
+		}
+	}
+}
+
+// adaptSigma sets the next round's sigma' from the step the line search
+// chose: with the subproblems' quadratic term sigma' A and the combined
+// direction's true curvature about c A, the direction comes out c/sigma'
+// times too long or short and the exact line search answers gamma about
+// sigma'/c. sigma'/sqrt(gamma) moves halfway (in logarithm) to that c,
+// clamped to [1, groups] (CoCoA+'s safe value). A step cut by the
+// feasibility limit or no step says nothing.
+func (c *Coordinator) adaptSigma(g float64) {
+	if len(c.updating) < 2 || g <= 0 || g >= c.gammaMax*(1-1e-9) {
+		return
+	}
+	c.sigma = math.Max(1, math.Min(float64(len(c.updating)), c.roundSigma/math.Sqrt(g)))
+}
+
+// violates reports whether sample i's dual value is not optimal for the
+// current margin (its projected dual gradient beyond a small tolerance):
+// LIBLINEAR's shrinking rule, which every holder evaluates alike.
+func (p *Participant) violates(i int) bool {
+	y := p.block.Y[i]
+	b := p.alpha[i] * y
+	yz := y * p.ip[i]
+	if p.loss.Name() == "hinge" {
+		g := yz - 1 // the gradient in b of the dual, minimised
+		const tol = 1e-6
+		return (g < -tol && b < 1) || (g > tol && b > 0)
+	}
+	if b <= 0 || b >= 1 {
+		return true
+	}
+	return math.Abs(math.Log((1-b)/b)-yz) > 1e-4
+}
+
+// onGram picks the samples of each updating group and seals the block's
+// partial Gram of them in the group's chunks.
+func (p *Participant) onGram(m Message) ([]Message, error) {
+	p.pending, p.picks, p.gramAt, p.gammaMax = nil, map[int][]int{}, map[int]int{}, math.Inf(1)
+	if len(m.GramAt) != len(m.Groups) {
+		return nil, fmt.Errorf("participant: gram: %d groups but %d Gram positions", len(m.Groups), len(m.GramAt))
+	}
+	h := blockPicks(p.setup.Config)
+	cl := p.key.Scheme().ChunkLen()
+	x := p.block.X
+	buf := make([]float64, len(p.block.Features))
+	var slots []int
+	var vals []float64
+	for j, g := range m.Groups {
+		if g < 0 || g >= len(p.groupTrain) || m.GramAt[j] < 0 || m.GramAt[j] > DefaultLimits.MaxChunks {
+			return nil, fmt.Errorf("participant: gram: bad group %d at chunk %d", g, m.GramAt[j])
+		}
+		if _, dup := p.picks[g]; dup {
+			return nil, fmt.Errorf("participant: gram: group %d twice", g)
+		}
+		var cand []int
+		for _, i := range p.groupTrain[g] {
+			if p.violates(i) {
+				cand = append(cand, i)
+			}
+		}
+		picks := append([]int(nil), pick(cand, h, p.secret.PickSeed(p.setup.GroupKeys[g], m.Round))...)
+		p.picks[g], p.gramAt[g] = picks, m.GramAt[j]
+		// The packed upper triangle, row by row, from the group's first chunk.
+		slot := m.GramAt[j] * cl
+		for a, i := range picks {
+			clear(buf)
+			x.AddRowTo(i, 1, buf)
+			for _, k := range picks[a:] {
+				slots = append(slots, slot)
+				vals = append(vals, x.Dot(k, buf))
+				slot++
+			}
+		}
+	}
+	v, err := seal.SealSlots(p.key, slots, vals)
+	if err != nil {
+		return nil, fmt.Errorf("participant: gram: %w", err)
+	}
+	return []Message{{Kind: KindGramPart, Round: m.Round, Sealed: v}}, nil
+}
+
+// onGramSum opens each updating group's summed Gram, solves the group's
+// subproblem and answers as onDirection does, with the direction it found.
+func (p *Participant) onGramSum(m Message) ([]Message, error) {
+	if len(m.Kappa) != len(m.Groups) {
+		return nil, fmt.Errorf("participant: gram-sum: %d groups but %d kappas", len(m.Groups), len(m.Kappa))
+	}
+	if !(m.Sigma >= 1) {
+		return nil, fmt.Errorf("participant: gram-sum: sigma %v below 1", m.Sigma)
+	}
+	report := p.reportSet(m.Report)
+	cl := p.key.Scheme().ChunkLen()
+	d := make([]float64, p.block.N())
+	p.gammaMax = math.Inf(1)
+	gmax := math.Inf(1)
+	for j, g := range m.Groups {
+		picks, ok := p.picks[g]
+		if !ok {
+			return nil, fmt.Errorf("participant: gram-sum for group %d, which was not asked for its Gram this round", g)
+		}
+		kappa := m.Kappa[j]
+		if !(kappa >= 1) {
+			return nil, fmt.Errorf("participant: gram-sum: kappa %v below 1", kappa)
+		}
+		h := len(picks)
+		if h == 0 {
+			continue
+		}
+		base := p.gramAt[g] * cl
+		slots := make([]int, h*(h+1)/2)
+		for t := range slots {
+			slots[t] = base + t
+		}
+		packed, err := seal.OpenSlots(p.key, m.Sealed, slots)
+		if err != nil {
+			return nil, fmt.Errorf("participant: gram-sum: group %d: %w", g, err)
+		}
+		a := make([]float64, h*h)
+		t := 0
+		for r := 0; r < h; r++ {
+			for s := r; s < h; s++ {
+				a[r*h+s], a[s*h+r] = kappa*packed[t], kappa*packed[t]
+				t++
+			}
+		}
+		delta := p.solveGroup(picks, a, m.Sigma)
+		limit := math.Inf(1)
+		for r, i := range picks {
+			d[i] = delta[r]
+			y := p.block.Y[i]
+			db, b := delta[r]*y, p.alpha[i]*y
+			switch {
+			case db > 0:
+				limit = math.Min(limit, (1-b)/db)
+			case db < 0:
+				limit = math.Min(limit, b/(-db))
+			}
+		}
+		p.gammaMax = math.Min(p.gammaMax, limit)
+		if report[g] {
+			gmax = math.Min(gmax, limit)
+		}
+	}
+	out, err := p.directionPart(m.Round, d, report)
+	if err != nil {
+		return nil, err
+	}
+	if !math.IsInf(gmax, 1) {
+		out.GammaMax = math.Min(gmax, maxBlockStep)
+	}
+	return []Message{out}, nil
+}
+
+// solveGroup maximises by coordinate ascent, from zero, the group's
+// subproblem over the picks' dual changes d:
+//
+//	sum_i -l*(-(a_i + d_i)) - d.z - sigma/(2 lambda N) d^T A d   (times 1/N)
+//
+// with z the picks' margins x_i.w: sequential SDCA on the picks against the
+// model Gram A, sweeping forward and backward, until no coordinate moves
+// by 1e-8 (at most 300 sweeps). Every holder runs it on the same numbers
+// in the same order and gets the same d.
+func (p *Participant) solveGroup(picks []int, a []float64, sigma float64) []float64 {
+	h := len(picks)
+	d := make([]float64, h)
+	ad := make([]float64, h)
+	for pass := 0; pass < 300; pass++ {
+		maxd := 0.0
+		for c := 0; c < h; c++ {
+			x := c
+			if pass%2 == 1 {
+				x = h - 1 - c
+			}
+			i := picks[x]
+			q := sigma * a[x*h+x]
+			if q <= 0 {
+				q = 1e-12 // a zero row does not move w
+			}
+			z := p.ip[i] + sigma*ad[x]/p.lambdaN
+			dl := p.loss.Step(p.alpha[i]+d[x], p.block.Y[i], z, q, p.lambdaN)
+			if dl == 0 {
+				continue
+			}
+			d[x] += dl
+			for y, v := range a[x*h : (x+1)*h] {
+				ad[y] += dl * v
+			}
+			maxd = math.Max(maxd, math.Abs(dl))
+		}
+		if maxd < 1e-8 {
+			break
+		}
+	}
+	return d
+}
