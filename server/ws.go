@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -65,6 +66,9 @@ type conn struct {
 	writerDone chan struct{}
 	once       sync.Once
 	rejected   int // messages rejected so far (guarded by f.mu)
+	// durable is the registrations log's line of this participant's new
+	// session: its writer makes it durable before the welcome goes out.
+	durable atomic.Uint64
 }
 
 func newConn(f *federation, ws *websocket.Conn) *conn {
@@ -122,6 +126,11 @@ func (c *conn) writeLoop() {
 			batch := c.queue
 			c.queue, c.queued = nil, 0
 			c.mu.Unlock()
+			if seq := c.durable.Swap(0); seq > 0 {
+				if err := c.f.sessLog.sync(seq); err != nil {
+					c.f.log.Error("cannot save the new session", "client", c.client, "error", err)
+				}
+			}
 			for _, m := range batch {
 				frame, err := protocol.EncodeMessage(c.f.scheme, m)
 				if err != nil {
