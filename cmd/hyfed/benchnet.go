@@ -194,7 +194,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		r := h.RoundMetrics()
 		byRound[r.Round] = r
 	}
-	var cpus, walls, rss, in, out []float64
+	var cpus, walls, rss, in, out, parts []float64
 	for r := 1; r <= *rounds; r++ {
 		a, b := clk.marks[r], clk.next(r)
 		if a == nil || b == nil {
@@ -208,6 +208,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		m := byRound[r]
 		cpus, walls, rss = append(cpus, cpu), append(walls, wall), append(rss, float64(b.RSS))
+		parts = append(parts, b.Self-a.Self)
 		in, out = append(in, float64(m.BytesIn)/n), append(out, float64(m.BytesOut)/n)
 		fmt.Fprintf(stdout, "  %5d %8.3f %8.2f %6.2f %9.0f %9s %13.1f %13.1f\n", r, wall, cpu, cpu/wall,
 			float64(b.RSS)/1e6, pk, float64(m.BytesIn)/n/1e3, float64(m.BytesOut)/n/1e3)
@@ -215,6 +216,8 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(cpus) > 0 {
 		fmt.Fprintf(stdout, "server CPU seconds per round (median): %.2f (%.2f cores busy over %.3f s of wall)\n",
 			median(cpus), median(cpus)/median(walls), median(walls))
+		fmt.Fprintf(stdout, "participants' CPU seconds per round (median; all %d in this process, on the same cores): %.2f\n",
+			len(blocks), median(parts))
 	}
 	fmt.Fprintf(stdout, "server CPU seconds: registration %.2f, setup + round 0 %.2f, all %.2f\n",
 		clk.registered.CPU-clk.start.CPU, clk.setupCPU(), end.CPU)
@@ -261,6 +264,9 @@ func (c *roundClock) sample() procSample {
 	s, err := sampleProc(c.pid)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "bench-net: /proc of the server: %v\n", err)
+	}
+	if me, err := sampleProc(os.Getpid()); err == nil {
+		s.Self = me.CPU
 	}
 	c.peak = max(c.peak, s.HWM)
 	if c.peaks {

@@ -81,6 +81,9 @@ func TestBenchNetServerCosts(t *testing.T) {
 	if med < 0 || med > sum+0.01 {
 		t.Errorf("median CPU per round %v, rounds' sum %v", med, sum)
 	}
+	if p := floats(t, out, `participants' CPU seconds per round \(median; all 4 in this process, on the same cores\): `+numRe)[0]; p < 0 {
+		t.Errorf("participants' CPU per round %v", p)
+	}
 	rss := floats(t, out, `server RSS: peak `+numRe+` MB \(VmHWM\), at the end `+numRe+` MB`)
 	if rss[0] <= 0 || rss[1] <= 0 || rss[1] > rss[0]+1 {
 		t.Errorf("server RSS: peak %v MB, end %v MB", rss[0], rss[1])

@@ -21,6 +21,9 @@ type procSample struct {
 	CPU float64 // user + system CPU seconds since the process started, all its threads (10 ms resolution)
 	RSS int64   // resident bytes now (VmRSS)
 	HWM int64   // peak resident bytes (VmHWM) since the start or the last resetPeak
+	// Self is this process's CPU seconds at the same moment (bench-net:
+	// the simulated participants').
+	Self float64
 }
 
 // sampleProc reads a process's CPU time and memory from /proc.
