@@ -284,11 +284,20 @@ func (f *federation) limits() protocol.Limits {
 	return lim
 }
 
-// upgrader checks origins against the server's list.
+// writeBuffers are the participants' sockets' write buffers, shared: a
+// connection holds one only while it writes a frame, not for its life
+// (64 kB x 5,000 connections was 320 MB of the server's heap).
+var writeBuffers sync.Pool
+
+// upgrader checks origins against the server's list. The read buffer is
+// per connection for its life, hence small (hyfed bench-net at 5,000
+// participants: in-use heap 1.25 GB -> 0.66 GB, peak RSS 3.4 -> 2.4 GB,
+// CPU per round unchanged).
 func (s *Server) upgrader() *websocket.Upgrader {
 	return &websocket.Upgrader{
-		ReadBufferSize:  64 << 10,
+		ReadBufferSize:  8 << 10,
 		WriteBufferSize: 64 << 10,
+		WriteBufferPool: &writeBuffers,
 		CheckOrigin:     s.checkOrigin,
 		Subprotocols:    []string{protocol.SocketProtocol},
 	}
