@@ -31,6 +31,9 @@ import (
 // stime, all threads) and resident memory, sampled when each round
 // starts, are what the server costs, whatever the participants cost.
 func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// The server's stderr goes there too (copied by os/exec unless it is a
+	// file).
+	stderr = &lockedWriter{w: stderr}
 	fs := newFlags("bench-net", stderr)
 	var df dataFlags
 	df.register(fs, "fashion-mnist")
@@ -237,6 +240,18 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintf(stdout, "heap profiles of the server at the start and end of %s: %s.base, %s\n", what, *memProfile, *memProfile)
 	}
 	return nil
+}
+
+// lockedWriter serialises writes from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // roundClock samples the server process when registration ends, when each
