@@ -39,7 +39,8 @@ type federation struct {
 	sessOnce   sync.Once
 	sessErr    error
 	registered []sessionMeta
-	names      []string // per client
+	sessLog    sessionLog // sessions.jsonl, appended to as participants register
+	names      []string   // per client
 	timer      *time.Timer
 	timerSeq   int
 	reported   int // history entries already sent as events
@@ -401,8 +402,10 @@ func (f *federation) register(c *conn, hello protocol.Message, a access) bool {
 		f.sessMu.Lock()
 		f.sessions[sm.Hash] = k
 		f.sessMu.Unlock()
-		if err := f.appendSession(sm); err != nil {
+		if seq, err := f.appendSession(sm); err != nil {
 			f.log.Error("cannot save the new session", "error", err)
+		} else {
+			c.durable.Store(seq) // its writer fsyncs before the welcome
 		}
 		// A demo block's seat is taken by the participant that joins with
 		// it, not by the page that loaded it, and before the welcome. (s.mu is never held while
@@ -525,6 +528,9 @@ func (f *federation) close() {
 	}
 	f.conns = map[int]*conn{}
 	f.mu.Unlock()
+	if err := f.sessLog.close(); err != nil {
+		f.log.Error("registrations log", "error", err)
+	}
 	f.saver.stop()
 	f.attack.stop()
 	f.events.close()

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hyfed/hyfed/shared/protocol"
@@ -132,29 +133,114 @@ func (f *federation) dir() string { return filepath.Join(f.srv.opt.DataDir, "fed
 // everything registered before.
 const sessionsFile = "sessions.jsonl"
 
-// appendSession records a registration before its welcome goes out (a
-// server killed after it still knows the session). Called with f.mu held.
-func (f *federation) appendSession(sm sessionMeta) error {
+// appendSession writes a registration to the log (Called with f.mu held)
+// and returns its sequence number: the welcome goes out only once
+// f.sessLog.sync has made it durable (conn.durable), so that a server
+// killed after the welcome still knows the session. The fsync happens in
+// the new participant's writer, outside f.mu, and one fsync covers every
+// line written before it: registrations arriving together share it
+// instead of queueing behind one fsync each.
+func (f *federation) appendSession(sm sessionMeta) (uint64, error) {
 	b, err := json.Marshal(sm)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if err := os.MkdirAll(f.dir(), 0o700); err != nil {
-		return err
-	}
-	fh, err := os.OpenFile(filepath.Join(f.dir(), sessionsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	seq, err := f.sessLog.append(f.dir(), append(b, '\n'))
 	if err != nil {
-		return fmt.Errorf("federation %s: sessions: %w", f.meta.ID, err)
+		return 0, fmt.Errorf("federation %s: sessions: %w", f.meta.ID, err)
 	}
-	if _, err := fh.Write(append(b, '\n')); err != nil {
-		fh.Close()
-		return fmt.Errorf("federation %s: sessions: %w", f.meta.ID, err)
+	return seq, nil
+}
+
+// sessionLog is sessions.jsonl held open, with group commit.
+type sessionLog struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	fh      *os.File
+	written uint64 // lines written
+	synced  uint64 // lines known durable
+	syncing bool   // an fsync is under way (without mu)
+	closed  bool
+}
+
+// append writes one line (no fsync) and returns its sequence number.
+func (l *sessionLog) append(dir string, line []byte) (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, errors.New("closed")
 	}
-	if err := fh.Sync(); err != nil {
-		fh.Close()
-		return fmt.Errorf("federation %s: sessions: %w", f.meta.ID, err)
+	if l.fh == nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return 0, err
+		}
+		fh, err := os.OpenFile(filepath.Join(dir, sessionsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return 0, err
+		}
+		l.fh = fh
 	}
-	return fh.Close()
+	if _, err := l.fh.Write(line); err != nil {
+		return 0, err
+	}
+	l.written++
+	return l.written, nil
+}
+
+// sync returns once line seq is on disk: the first caller fsyncs for all
+// lines written so far, the others wait for it.
+func (l *sessionLog) sync(seq uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cond == nil {
+		l.cond = sync.NewCond(&l.mu)
+	}
+	for l.synced < seq {
+		if l.syncing {
+			l.cond.Wait()
+			continue
+		}
+		if l.fh == nil {
+			return errors.New("sessions log closed")
+		}
+		l.syncing = true
+		target, fh := l.written, l.fh
+		l.mu.Unlock()
+		err := fh.Sync()
+		l.mu.Lock()
+		l.syncing = false
+		l.cond.Broadcast()
+		if err != nil {
+			return err
+		}
+		l.synced = max(l.synced, target)
+	}
+	return nil
+}
+
+// close syncs and closes the log; later appends fail.
+func (l *sessionLog) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.syncing {
+		l.cond.Wait() // set by the sync under way
+	}
+	l.closed = true
+	if l.fh == nil {
+		return nil
+	}
+	err := l.fh.Sync()
+	if err == nil {
+		l.synced = l.written
+	}
+	if cerr := l.fh.Close(); err == nil {
+		err = cerr
+	}
+	l.fh = nil
+	if l.cond != nil {
+		l.cond.Broadcast()
+	}
+	return err
 }
 
 // readSessions reads the registrations log. A last line cut short by a

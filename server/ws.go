@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -65,6 +66,9 @@ type conn struct {
 	writerDone chan struct{}
 	once       sync.Once
 	rejected   int // messages rejected so far (guarded by f.mu)
+	// durable is the registrations log's line of this participant's new
+	// session: its writer makes it durable before the welcome goes out.
+	durable atomic.Uint64
 }
 
 func newConn(f *federation, ws *websocket.Conn) *conn {
@@ -122,6 +126,11 @@ func (c *conn) writeLoop() {
 			batch := c.queue
 			c.queue, c.queued = nil, 0
 			c.mu.Unlock()
+			if seq := c.durable.Swap(0); seq > 0 {
+				if err := c.f.sessLog.sync(seq); err != nil {
+					c.f.log.Error("cannot save the new session", "client", c.client, "error", err)
+				}
+			}
 			for _, m := range batch {
 				frame, err := protocol.EncodeMessage(c.f.scheme, m)
 				if err != nil {
@@ -275,11 +284,20 @@ func (f *federation) limits() protocol.Limits {
 	return lim
 }
 
-// upgrader checks origins against the server's list.
+// writeBuffers are the participants' sockets' write buffers, shared: a
+// connection holds one only while it writes a frame, not for its life
+// (64 kB x 5,000 connections was 320 MB of the server's heap).
+var writeBuffers sync.Pool
+
+// upgrader checks origins against the server's list. The read buffer is
+// per connection for its life, hence small (hyfed bench-net at 5,000
+// participants: in-use heap 1.25 GB -> 0.66 GB, peak RSS 3.4 -> 2.4 GB,
+// CPU per round unchanged).
 func (s *Server) upgrader() *websocket.Upgrader {
 	return &websocket.Upgrader{
-		ReadBufferSize:  64 << 10,
+		ReadBufferSize:  8 << 10,
 		WriteBufferSize: 64 << 10,
+		WriteBufferPool: &writeBuffers,
 		CheckOrigin:     s.checkOrigin,
 		Subprotocols:    []string{protocol.SocketProtocol},
 	}

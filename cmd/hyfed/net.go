@@ -124,9 +124,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	curious := fs.Bool("curious", false, "run the curious-server demonstration: the server attacks what it receives (it solves the inner products it can read for participants' rows, every few seconds), the dashboard shows its progress and each participant's privacy view its reconstruction of that participant's rows; under encryption it reads nothing. Costs memory of the order of the data. Default: on with --demo (--curious=false turns it off)")
 	demoSeal := fs.Bool("demo-seal-primal", false, "the demo federations seal the primal contributions too (as hyfed create --seal-primal): the privacy view then shows no participant's hat_w_k or its change")
 	verbose := fs.Bool("v", false, "log every connection and round")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of this server to FILE at the exit; SIGUSR1 starts it afresh, SIGUSR2 ends it early (hyfed bench-net sends them around its timed rounds)")
+	memProfile := fs.String("memprofile", "", "write a heap profile (pprof) to FILE at the exit or at SIGUSR2, and to FILE.base at SIGUSR1")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	prof, err := startProfiles(*cpuProfile, *memProfile, stderr)
+	if err != nil {
+		return err
+	}
+	defer prof.stop() // deferred first: runs after the server has closed
 	if *demo && !flagSet(fs, "curious") {
 		*curious = true // the demo is there to show what the server could learn
 	}
@@ -160,7 +167,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var demoPStar float64
 	if *demo {
 		fmt.Fprintf(stderr, "demo: loading MNIST, partition %s\n", *demoPart)
-		var err error
 		if demoData, err = experiment.Prepare(experiment.Options{Data: "mnist", Partition: *demoPart}); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}

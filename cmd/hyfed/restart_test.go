@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,7 +26,12 @@ import (
 // so that tests can run hyfed serve as a process and kill it.
 func TestMain(m *testing.M) {
 	if os.Getenv("HYFED_MAIN") == "1" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+		// As main: an interrupt ends the command through its context (hyfed
+		// serve then writes its profiles).
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

@@ -46,6 +46,17 @@ type Options struct {
 	RetryFor time.Duration
 	// Limits bound the frames accepted from the server.
 	Limits protocol.Limits
+
+	// Unordered lets RunMany's participants register as they come (up to
+	// DialAhead at once) rather than in block order: the server numbers
+	// them in the order it admits them, as it does participants on their
+	// own machines, so a run need not equal an in-process experiment bit
+	// for bit.
+	Unordered bool
+
+	// beforeHello, if set, holds the hello of a first registration until
+	// the participant's turn (RunMany: in block order).
+	beforeHello func(ctx context.Context) error
 }
 
 // Result is what a participant saw of a finished federation.
@@ -136,23 +147,38 @@ func Run(ctx context.Context, l Link, b *partition.Block, o Options) (*Result, e
 // (or the session cannot go on), and otherwise the reason the connection
 // ended (nil if it had worked: registered and exchanged messages).
 func runOnce(ctx context.Context, l Link, p *protocol.Participant, scheme seal.Scheme, res *Result, o *Options, log *slog.Logger) (bool, error) {
+	first := res.Session == ""
 	c, err := o.Dial(ctx, l.SocketURL(), l.SocketProtocols(res.Session))
 	if err != nil {
 		return false, fmt.Errorf("connect: %w", err)
 	}
 	defer c.Close()
-	send := func(m protocol.Message) error {
-		f, err := protocol.EncodeMessage(scheme, m)
-		if err != nil {
-			return err
-		}
+	write := func(m protocol.Message, f []byte) error {
 		res.BytesSent += len(f)
 		if o.OnSend != nil {
 			o.OnSend(&m, f)
 		}
 		return c.Write(ctx, f)
 	}
-	if err := send(p.Hello()); err != nil {
+	send := func(m protocol.Message) error {
+		f, err := protocol.EncodeMessage(scheme, m)
+		if err != nil {
+			return err
+		}
+		return write(m, f)
+	}
+	// The hello is encoded before the participant's turn (RunMany).
+	hello := p.Hello()
+	hf, err := protocol.EncodeMessage(scheme, hello)
+	if err != nil {
+		return false, fmt.Errorf("send hello: %w", err)
+	}
+	if first && o.beforeHello != nil {
+		if err := o.beforeHello(ctx); err != nil {
+			return true, err
+		}
+	}
+	if err := write(hello, hf); err != nil {
 		return false, fmt.Errorf("send hello: %w", err)
 	}
 	welcomed := false
