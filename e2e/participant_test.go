@@ -94,7 +94,7 @@ func TestFourTabsTrainMNIST(t *testing.T) {
 
 	// The same settings in one process (hyfed experiment).
 	want, err := experiment.RunPrepared(t.Context(), prep, experiment.Options{Data: "mnist", Partition: "quadrants:1", Lambda: 1e-3, IIC: 0.2,
-		Rounds: rounds, Seed: seed, Fraction: 1, Step: "hyfed", Search: "primal", Estimate: "meanfield", Gamma: 1, Loss: "hinge",
+		Rounds: rounds, Seed: seed, Fraction: 1, Gamma: 1, Loss: "hinge", // the step rule: the default, as the server's
 		PStar: opt.Primal})
 	if err != nil {
 		t.Fatal(err)

@@ -223,6 +223,7 @@ type Result struct {
 var phases = map[protocol.Kind]string{
 	protocol.KindSetup: "setting up", protocol.KindNorms: "setting up", protocol.KindRefresh: "refreshing dual values",
 	protocol.KindStep: "local dual step", protocol.KindDirection: "direction", protocol.KindWeights: "inner products",
+	protocol.KindGram: "sharing the picks' Gram", protocol.KindGramSum: "solving the group's step",
 	protocol.KindTrial: "step size search", protocol.KindApply: "applying the step",
 }
 
@@ -257,7 +258,7 @@ func Run(ctx context.Context, href, sess string, b *partition.Block, dial sessio
 				return
 			}
 			e := Event{Type: "progress", Round: m.Round, Rounds: rounds, Phase: ph}
-			if m.Kind == protocol.KindStep {
+			if m.Kind == protocol.KindStep || m.Kind == protocol.KindGram {
 				a := m.Active
 				e.Active = &a
 			}

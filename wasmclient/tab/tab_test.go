@@ -187,9 +187,9 @@ func TestRunReportsProgressAndWhatLeft(t *testing.T) {
 	if s.Bytes != fin[0].Result.BytesSent || s.SealedBytes+s.PlainBytes != s.Bytes {
 		t.Errorf("sent %+v does not add up to the %d bytes sent", s, fin[0].Result.BytesSent)
 	}
-	// Dual updates and inner products leave only sealed; the primal
+	// Grams and inner products leave only sealed; the primal
 	// contribution is the plaintext the protocol allows.
-	for _, k := range []protocol.Kind{protocol.KindDelta, protocol.KindIPPart} {
+	for _, k := range []protocol.Kind{protocol.KindGramPart, protocol.KindIPPart} {
 		if ks := s.ByKind[string(k)]; ks == nil || ks.SealedBytes == 0 || ks.PlainNumbers != 0 {
 			t.Errorf("%s: %+v, want sealed bytes and no plaintext numbers", k, ks)
 		}
