@@ -42,6 +42,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	plain := fs.Bool("plaintext", false, "seal nothing")
 	sealPrimal := fs.Bool("seal-primal", false, "seal the primal contributions too")
 	algo := fs.String("algo", "hyfdca", "algorithm: hyfdca, or a baseline through the same protocol (fedavg, hyfem-avg, hyfem-prox, fedhybrid)")
+	step := fs.String("step", protocol.StepBlock, "hyfdca's step rule: block, hyfed or paper")
 	stepA := fs.Float64("step-a", 0.1, "fedavg/hyfem: a of the local step a/(b+sqrt(t))")
 	mu := fs.Float64("mu", 0.1, "hyfem-prox, fedhybrid: mu")
 	ordered := fs.Bool("ordered", false, "register the participants one after another in block order (as hyfed sim does, so that the server numbers them as an in-process experiment would); default: up to 8 at once, as they come")
@@ -95,6 +96,9 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	req := server.CreateRequest{Name: "bench", Algo: *algo, Lambda: 1e-3, Rounds: *rounds, IIC: 0.2,
 		MinParticipants: len(p.Blocks), Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(10 * time.Minute),
 		SealPrimal: *sealPrimal}
+	if *algo == protocol.AlgoHyFDCA {
+		req.Step = *step
+	}
 	switch *algo {
 	case "fedavg", "hyfem-avg", "hyfem-prox":
 		req.StepA = *stepA
