@@ -395,9 +395,13 @@ func demoNewcomer(t *testing.T, start func(testing.TB) engine) {
 	dash.shot("demo-" + eng + "-dashboard.png")
 	tb.shot("demo-" + eng + "-join.png")
 
-	// The privacy view, from the join page's link: the tab's own rows
-	// beside what the server holds, sealed.
-	priv := e.popup(tb, "#privacy-link")
+	// The join page's navigation: the dashboard (read with the
+	// invitation) and the privacy view, the tab's own rows beside what
+	// the server holds, sealed.
+	nav := e.newPage()
+	nav.navigate(pageEval[string](tb, "document.getElementById('dash-nav').href"))
+	nav.waitJS("the dashboard from the join page's navigation", "document.getElementById('state')?.textContent.trim() === 'finished'", 15*time.Second)
+	priv := e.popup(tb, "#privacy-nav")
 	priv.waitJS("the server's side", "document.getElementById('parts').textContent.includes('BGV ciphertext')", 15*time.Second)
 	priv.waitJS("the tab's own rows", "document.querySelectorAll('#preview canvas').length > 0", 5*time.Second)
 	priv.shot("demo-" + eng + "-privacy.png")

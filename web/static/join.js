@@ -208,10 +208,16 @@ function drawRow(r) {
   H.drawPixels(c, r.values, r.features);
   return c;
 }
-$('privacy-link').addEventListener('click', (e) => {
+// The privacy view opens as a tab of this one (it shares this tab's session
+// storage: the session token, the preview of the rows); the dashboard reads
+// with the invitation, which lets anyone holding it see what a viewer sees.
+function openPrivacy(e) {
   e.preventDefault();
   window.open('/federations/' + encodeURIComponent(fedID) + '/privacy', '_blank');
-});
+}
+$('privacy-link').addEventListener('click', openPrivacy);
+$('privacy-nav').addEventListener('click', openPrivacy);
+$('dash-nav').href = '/federations/' + encodeURIComponent(fedID) + (link.invite ? '#viewer=' + encodeURIComponent(link.invite) : '');
 
 $('join').addEventListener('click', () => {
   if (!state.summary || state.running) return;
