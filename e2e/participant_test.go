@@ -13,6 +13,7 @@ import (
 
 	"github.com/hyfed/hyfed/server"
 	"github.com/hyfed/hyfed/shared/central"
+	"github.com/hyfed/hyfed/shared/dataset"
 	"github.com/hyfed/hyfed/shared/experiment"
 	"github.com/hyfed/hyfed/shared/loss"
 	"github.com/hyfed/hyfed/shared/partition"
@@ -74,7 +75,8 @@ func TestFourTabsTrainMNIST(t *testing.T) {
 	ts := startServer(t, seeded)
 	link, fed := createSeeded(t, ts.URL, seed, server.CreateRequest{Name: "e2e: four tabs, MNIST quadrants:1", Lambda: 1e-3,
 		Rounds: rounds, IIC: 0.2, MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures,
-		RoundTimeout: server.Duration(time.Minute), PStar: opt.Primal})
+		RoundTimeout: server.Duration(time.Minute), PStar: opt.Primal,
+		BiasFeature: prep.Data.M() - 1, BiasValue: dataset.Bias}) // as hyfed experiment finds it in the data
 	b := newBrowser(t)
 	dash := newTab(t, b)
 	dash.navigate(ts.URL + fed.DashboardPath)

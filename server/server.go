@@ -257,12 +257,16 @@ type CreateRequest struct {
 	Estimate string  `json:"estimate"`
 	Loss     string  `json:"loss"`
 	Lambda   float64 `json:"lambda"`
-	Rounds   int     `json:"rounds"`
-	Fraction float64 `json:"fraction"`
-	Inner    int     `json:"inner"`
-	IIC      float64 `json:"iic"`
-	Gamma    float64 `json:"gamma"`
-	Seed     uint64  `json:"seed"`
+	// BiasFeature and BiasValue declare a feature every sample holds with
+	// the same value (protocol.Config; bias_value 0: none).
+	BiasFeature int     `json:"bias_feature,omitempty"`
+	BiasValue   float64 `json:"bias_value,omitempty"`
+	Rounds      int     `json:"rounds"`
+	Fraction    float64 `json:"fraction"`
+	Inner       int     `json:"inner"`
+	IIC         float64 `json:"iic"`
+	Gamma       float64 `json:"gamma"`
+	Seed        uint64  `json:"seed"`
 
 	// MinParticipants is how many registrations start the federation
 	// (unless ManualStart: then the organizer starts it).
@@ -363,7 +367,8 @@ func (s *Server) create(req CreateRequest, creator string) (*CreateResponse, err
 	cfg := protocol.Config{Lambda: req.Lambda, Loss: req.Loss, Step: req.Step, Inner: req.Inner, IIC: req.IIC,
 		Gamma: req.Gamma, Fraction: req.Fraction, Rounds: req.Rounds, Search: req.Search, Estimate: req.Estimate,
 		Seed: req.Seed, Clients: req.MinParticipants, NumFeatures: req.NumFeatures, SealPrimal: req.SealPrimal,
-		Algo: req.Algo, StepA: req.StepA, StepB: req.StepB, Mu: req.Mu, Mode: req.Mode}
+		Algo: req.Algo, StepA: req.StepA, StepB: req.StepB, Mu: req.Mu, Mode: req.Mode,
+		BiasFeature: req.BiasFeature, BiasValue: req.BiasValue}
 	if cfg.Lambda == 0 {
 		cfg.Lambda = 1e-3
 	}

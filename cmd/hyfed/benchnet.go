@@ -99,6 +99,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *algo == protocol.AlgoHyFDCA {
 		req.Step = *step
 	}
+	req.BiasFeature, req.BiasValue, _ = p.Data.ConstantFeature()
 	switch *algo {
 	case "fedavg", "hyfem-avg", "hyfem-prox":
 		req.StepA = *stepA

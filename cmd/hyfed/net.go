@@ -58,6 +58,8 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.Estimate, "estimate", "meanfield", "hyfed local estimate: meanfield or holders")
 	fs.StringVar(&r.Loss, "loss", "hinge", "loss: hinge or logistic")
 	fs.Float64Var(&r.Lambda, "lambda", 1e-3, "L2 regularization lambda")
+	fs.IntVar(&r.BiasFeature, "bias-feature", 0, "a feature (0-based) every sample holds with the value --bias-value: the data's bias (the block step enters its part of the Grams exactly)")
+	fs.Float64Var(&r.BiasValue, "bias-value", 0, "the bias feature's value (0: the data has none)")
 	fs.IntVar(&r.Rounds, "rounds", 100, "rounds to run")
 	fs.Float64Var(&r.Fraction, "fraction", 1, "probability that a connected participant is active in a round (1: whoever is ready)")
 	fs.IntVar(&r.Inner, "inner", 0, "H per round; overrides --iic")
@@ -232,6 +234,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			req := server.CreateRequest{Name: "demo: MNIST, " + *demoPart, Demo: true, Lambda: demoLambda,
 				Rounds: *demoRounds, IIC: demoIIC, MinParticipants: len(demoData.Blocks), NumFeatures: demoData.Data.M(),
 				Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute), PStar: demoPStar, SealPrimal: *demoSeal}
+			req.BiasFeature, req.BiasValue, _ = demoData.Data.ConstantFeature()
 			prefix := ""
 			if plain {
 				req.Name, req.Scheme, prefix = "INSECURE demo (no encryption): MNIST, "+*demoPart, "plaintext", "insecure "

@@ -27,7 +27,8 @@ func TestSimMatchesExperiment(t *testing.T) {
 		}
 		return out.String()
 	}
-	created := runOK("create", "--server", base, "--create-token", token, "--seed", "1", "--min-participants", "8", "--rounds", "8", "--lambda", "1e-3")
+	created := runOK("create", "--server", base, "--create-token", token, "--seed", "1", "--min-participants", "8", "--rounds", "8", "--lambda", "1e-3",
+		"--bias-feature", "784", "--bias-value", "10") // Fashion-MNIST's bias, which hyfed experiment finds in the data
 	var link string
 	for _, l := range strings.Split(created, "\n") {
 		if v, ok := strings.CutPrefix(l, "join: "); ok {

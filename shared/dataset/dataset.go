@@ -70,3 +70,24 @@ func (d *Dataset) Validate() error {
 	}
 	return nil
 }
+
+// ConstantFeature reports whether the last feature holds the same non-zero
+// value in every sample (a bias feature: the built-in sets append one, and
+// so may a user's file), and which. Its part of every inner product
+// between two samples is then value^2, known to all without their data.
+func (d *Dataset) ConstantFeature() (feature int, value float64, ok bool) {
+	m := d.M()
+	if m == 0 || d.X.Rows == 0 {
+		return 0, 0, false
+	}
+	value = d.X.At(0, m-1)
+	if value == 0 {
+		return 0, 0, false
+	}
+	for i := 1; i < d.X.Rows; i++ {
+		if d.X.At(i, m-1) != value {
+			return 0, 0, false
+		}
+	}
+	return m - 1, value, true
+}

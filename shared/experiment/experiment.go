@@ -218,6 +218,9 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 	}
 	cfg := protocol.Config{Lambda: o.Lambda, Loss: l.Name(), Step: o.Step, Search: o.Search, Estimate: o.Estimate, Inner: inner, Gamma: o.Gamma,
 		Fraction: o.Fraction, Rounds: o.Rounds, Seed: uint64(o.Seed), Clients: clients, SealPrimal: o.SealPrimal}
+	if f, v, ok := p.Data.ConstantFeature(); ok {
+		cfg.BiasFeature, cfg.BiasValue = f, v
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

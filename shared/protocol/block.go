@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/hyfed/hyfed/shared/seal"
 )
@@ -221,6 +222,9 @@ func (c *Coordinator) measureKappa() {
 		part := 0.0
 		for _, h := range g.holders {
 			for j, f := range c.clients[h].features {
+				if c.cfg.BiasValue != 0 && f == c.cfg.BiasFeature {
+					continue // entered exactly, not bounded
+				}
 				v := c.dirDW[h][j]
 				full[f] += v
 				part += v * v
@@ -248,6 +252,35 @@ func (c *Coordinator) adaptSigma(g float64) {
 		return
 	}
 	c.sigma = math.Max(1, math.Min(float64(len(c.updating)), c.roundSigma/math.Sqrt(g)))
+}
+
+// biasColumn returns the block's column of the federation's bias feature
+// (Config.BiasFeature), or -1 if there is none or the block does not hold it.
+func (p *Participant) biasColumn() int {
+	cfg := p.setup.Config
+	if cfg.BiasValue == 0 {
+		return -1
+	}
+	if j, ok := slices.BinarySearch(p.block.Features, cfg.BiasFeature); ok {
+		return j
+	}
+	return -1
+}
+
+// checkBias refuses a block whose bias feature is not the declared
+// constant: its part of the Grams would be wrong.
+func (p *Participant) checkBias() error {
+	j := p.biasColumn()
+	if j < 0 {
+		return nil
+	}
+	cfg := p.setup.Config
+	for i := 0; i < p.block.N(); i++ {
+		if v := p.block.X.At(i, j); v != 0 && v != cfg.BiasValue {
+			return fmt.Errorf("participant: setup: sample %s holds %v in the bias feature %d, not the federation's %v", p.block.IDs[i], v, cfg.BiasFeature, cfg.BiasValue)
+		}
+	}
+	return nil
 }
 
 // violates reports whether sample i's dual value is not optimal for the
@@ -279,6 +312,7 @@ func (p *Participant) onGram(m Message) ([]Message, error) {
 	cl := p.key.Scheme().ChunkLen()
 	x := p.block.X
 	buf := make([]float64, len(p.block.Features))
+	bias := p.biasColumn()
 	var slots []int
 	var vals []float64
 	for j, g := range m.Groups {
@@ -301,6 +335,9 @@ func (p *Participant) onGram(m Message) ([]Message, error) {
 		for a, i := range picks {
 			clear(buf)
 			x.AddRowTo(i, 1, buf)
+			if bias >= 0 {
+				buf[bias] = 0 // its part is public: added by every holder alike
+			}
 			for _, k := range picks[a:] {
 				slots = append(slots, slot)
 				vals = append(vals, x.Dot(k, buf))
@@ -352,10 +389,12 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 			return nil, fmt.Errorf("participant: gram-sum: group %d: %w", g, err)
 		}
 		a := make([]float64, h*h)
+		b2 := p.setup.Config.BiasValue * p.setup.Config.BiasValue
 		t := 0
 		for r := 0; r < h; r++ {
 			for s := r; s < h; s++ {
-				a[r*h+s], a[s*h+r] = kappa*packed[t], kappa*packed[t]
+				v := kappa*packed[t] + b2
+				a[r*h+s], a[s*h+r] = v, v
 				t++
 			}
 		}

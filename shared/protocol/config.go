@@ -79,6 +79,13 @@ type Config struct {
 	// NumFeatures, if set, is the feature count every block must declare
 	// (the federation's feature schema).
 	NumFeatures int
+	// BiasFeature and BiasValue name a feature every sample holds with the
+	// same non-zero value (the data's bias; BiasValue 0: none). The block
+	// rule leaves it out of the partial Grams and enters its part of every
+	// inner product, BiasValue^2, exactly: where holders share features
+	// (kappa > 1) the bound then covers only the rest.
+	BiasFeature int     `json:",omitempty"`
+	BiasValue   float64 `json:",omitempty"`
 	// Quorum is the share of the federation's participants that must be
 	// connected for a round to start (0 means 0.5): with fewer, the
 	// federation waits at the round boundary instead of spending rounds
@@ -197,6 +204,10 @@ func (c *Config) Validate() error {
 	}
 	if c.NumFeatures < 0 {
 		return fmt.Errorf("config: feature count %d must not be negative", c.NumFeatures)
+	}
+	if math.IsNaN(c.BiasValue) || math.IsInf(c.BiasValue, 0) || math.Abs(c.BiasValue) > 100 || c.BiasFeature < 0 ||
+		(c.NumFeatures > 0 && c.BiasFeature >= c.NumFeatures) || (c.BiasValue == 0 && c.BiasFeature != 0) {
+		return fmt.Errorf("config: bias feature %d with value %v: want a feature index below the feature count and a finite value of at most 100 in magnitude (0: no bias)", c.BiasFeature, c.BiasValue)
 	}
 	if c.Search == "" {
 		c.Search = SearchPrimal

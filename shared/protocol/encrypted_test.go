@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hyfed/hyfed/shared/dataset"
+	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
@@ -24,12 +26,33 @@ func bgvScheme(t *testing.T) *seal.BGV {
 // the sealed dual values travel back through a refresh).
 func TestEncryptedRunMatchesPlaintext(t *testing.T) {
 	d := testData(240, 9, 21)
-	for _, step := range []string{StepHyFed, StepPaper} {
-		t.Run(step, func(t *testing.T) {
-			cfg := Config{Lambda: 1e-2, Step: step, Inner: 12, Fraction: 0.5, Rounds: 25, Seed: 5}
+	// Sparse, grid deals each sample's non-zeros among its holders: the
+	// block rule's kappa and bias paths (testData's last feature is 1).
+	dealt := &dataset.Dataset{Name: d.Name, X: d.X.Sparsify(), Y: d.Y, IDs: d.IDs, Heldout: d.Heldout}
+	for _, tc := range []struct {
+		name, step string
+		data       *dataset.Dataset
+		bias       bool
+	}{{"block", StepBlock, d, false}, {"block dealt with bias", StepBlock, dealt, true}, {"hyfed", StepHyFed, d, false}, {"paper", StepPaper, d, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Lambda: 1e-2, Step: tc.step, Inner: 12, Fraction: 0.5, Rounds: 25, Seed: 5}
+			if tc.bias {
+				cfg.BiasFeature, cfg.BiasValue = d.M()-1, 1
+			}
 			var hist [2][]RoundMetrics
+			kappas := 0.0
 			for i, scheme := range []seal.Scheme{seal.Plaintext{Len: 64}, bgvScheme(t)} {
-				f := newFedScheme(t, gridBlocks(d, 2, 3), cfg, scheme)
+				blocks := gridBlocks(tc.data, 2, 3)
+				if tc.data == dealt {
+					spec, err := partition.Parse("grid:2,3")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if blocks, err = spec.Split(dealt); err != nil {
+						t.Fatal(err)
+					}
+				}
+				f := newFedScheme(t, blocks, cfg, scheme)
 				f.mem.Hook = func() {
 					switch r := f.coord.Round(); {
 					case r >= 8 && r < 14 && f.mem.Connected(2):
@@ -41,6 +64,9 @@ func TestEncryptedRunMatchesPlaintext(t *testing.T) {
 					}
 				}
 				hist[i] = f.run(t)
+				for _, k := range f.coord.kappa {
+					kappas = max(kappas, k)
+				}
 			}
 			if len(hist[0]) != len(hist[1]) {
 				t.Fatalf("%d rounds in plaintext, %d encrypted", len(hist[0]), len(hist[1]))
@@ -56,6 +82,9 @@ func TestEncryptedRunMatchesPlaintext(t *testing.T) {
 			}
 			if !refreshed {
 				t.Fatal("the scenario never refreshed a returning client")
+			}
+			if tc.data == dealt && !(kappas > 1) {
+				t.Fatal("the dealt partition's groups all have kappa 1: their holders share no feature")
 			}
 		})
 	}

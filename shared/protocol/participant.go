@@ -186,6 +186,12 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 	p.w = make([]float64, len(p.block.Features))
 	p.pending, p.hybrid, p.hw = nil, nil, nil
 	p.ready = false
+	if cfg.BiasFeature >= p.block.NumFeatures && cfg.BiasValue != 0 {
+		return nil, fmt.Errorf("participant: setup: bias feature %d beyond the block's %d features", cfg.BiasFeature, p.block.NumFeatures)
+	}
+	if err := p.checkBias(); err != nil {
+		return nil, err
+	}
 	p.computeEstimates()
 	if !s.SendNorms {
 		return nil, nil
