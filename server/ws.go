@@ -233,7 +233,6 @@ func (c *conn) serve(a access) {
 			c.f.refuseFrame(c, derr)
 			continue
 		}
-		// Before the coordinator: it adds received chunks up in place.
 		c.f.attack.observe(true, c.client, &m)
 		c.f.receive(c, m, len(frame))
 	}

@@ -146,9 +146,8 @@ func (c *Coordinator) averageStep() {
 	})
 }
 
-// sumReplies adds the sealed vectors of the given clients' replies (it
-// consumes them, see seal.Sum). On an error the federation fails and ok is
-// false.
+// sumReplies adds the sealed vectors of the given clients' replies. On an
+// error the federation fails and ok is false.
 func (c *Coordinator) sumReplies(replies map[int]Message, clients []int) (seal.Vec, bool) {
 	parts := make([]seal.Vec, 0, len(clients))
 	for _, k := range clients {

@@ -210,15 +210,16 @@ func AddInto(s Scheme, dst, src Vec) error {
 	return nil
 }
 
-// Sum returns the sum of the vectors. It consumes them: their chunks may
-// become the sum's, so the caller must own them (received messages do).
+// Sum returns the sum of the vectors, in new chunks: the inputs stay as
+// they were (one copy per chunk of the sum, against a rule every caller
+// would otherwise have to keep).
 func Sum(s Scheme, vs ...Vec) (Vec, error) {
 	out := Vec{}
 	for _, v := range vs {
 		for ci, c := range v {
 			d, ok := out[ci]
 			if !ok {
-				out[ci] = c
+				out[ci] = s.Clone(c)
 				continue
 			}
 			if err := s.Add(d, c); err != nil {

@@ -54,6 +54,14 @@ func TestSealSumRestrict(t *testing.T) {
 					t.Fatalf("sum slot %d = %v, want %v", i, got[i], want[i])
 				}
 			}
+			// The inputs keep their values (a received message can be
+			// read again after the server added it up).
+			if v, _ := OpenSlots(k, a, []int{0, 5, cl + 9}); v[0] != 1 || v[1] != -2.25 || v[2] != 3 {
+				t.Fatalf("Sum changed its first input: %v", v)
+			}
+			if v, _ := OpenSlots(k, b, []int{5, 6}); v[0] != 10 || v[1] != 20 {
+				t.Fatalf("Sum changed its second input: %v", v)
+			}
 			// Restrict hands out the covering chunks only.
 			r := Restrict(s, sum, []int{cl + 9})
 			if len(r) != 1 || r[1] == nil {
