@@ -76,32 +76,9 @@ func (c *Coordinator) blockStep() {
 		c.send(k, m)
 	}
 	c.await(PhaseStep, KindGramPart, targets, func(p *phaseState) {
-		if len(p.dropped) > 0 {
-			// A holder left: its groups do not update this round; the
-			// others' Grams are complete (a group's chunks hold nothing else).
-			targets = c.withoutGroupsOf(p.dropped)
-			if len(targets) == 0 {
-				c.trialPhase(nil, 0)
-				return
-			}
-		}
-		keep := map[int]bool{}
-		for _, gi := range c.updating {
-			keep[gi] = true
-		}
-		parts := make([]seal.Vec, 0, len(targets))
-		for _, k := range targets {
-			v := seal.Vec{}
-			for ci, ch := range p.replies[k].Sealed {
-				if keep[ci/per] {
-					v[ci] = ch
-				}
-			}
-			parts = append(parts, v)
-		}
-		sum, err := seal.Sum(c.scheme, parts...)
-		if err != nil {
-			c.fail(err)
+		// A group's Gram chunks hold nothing else.
+		targets, sum, ok := c.sumUpdating(p, func(ci int) int { return ci / per })
+		if !ok {
 			return
 		}
 		report := c.reporters(targets)

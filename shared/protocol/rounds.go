@@ -371,38 +371,10 @@ func (c *Coordinator) hyfedStep() {
 		c.send(k, m)
 	}
 	c.await(PhaseStep, KindDelta, targets, func(p *phaseState) {
-		if len(p.dropped) > 0 {
-			// A holder left: the groups it holds do not update this
-			// round; the others do, from their holders' sealed chunks
-			// alone (a chunk holds one group's samples).
-			targets = c.withoutGroupsOf(p.dropped)
-			if len(targets) == 0 {
-				c.trialPhase(nil, 0)
-				return
-			}
-		}
-		keep := map[int]bool{}
-		for _, gi := range c.updating {
-			keep[gi] = true
-		}
+		// A chunk holds one group's samples.
 		cl := c.scheme.ChunkLen()
-		parts := make([]seal.Vec, 0, len(targets))
-		for _, k := range targets {
-			v := p.replies[k].Sealed
-			if len(p.dropped) > 0 {
-				kept := seal.Vec{}
-				for ci, ch := range v {
-					if keep[c.slotGroup[ci*cl]] {
-						kept[ci] = ch
-					}
-				}
-				v = kept
-			}
-			parts = append(parts, v)
-		}
-		d, err := seal.Sum(c.scheme, parts...)
-		if err != nil {
-			c.fail(err)
+		targets, d, ok := c.sumUpdating(p, func(ci int) int { return c.slotGroup[ci*cl] })
+		if !ok {
 			return
 		}
 		c.direction = d
@@ -475,6 +447,46 @@ func (c *Coordinator) selectUpdating() []int {
 		}
 	}
 	return sortedSet(targetSet)
+}
+
+// sumUpdating adds the sealed replies of a phase sent to the holders of
+// the round's updating groups (groupOf: the group a chunk belongs to). If a
+// holder left, the groups it holds do not update this round and their
+// chunks are left out; the others' sums are complete. It returns the
+// remaining holders; ok is false when the round went on without a step (no
+// group left) or the federation failed.
+func (c *Coordinator) sumUpdating(p *phaseState, groupOf func(ci int) int) (targets []int, sum seal.Vec, ok bool) {
+	targets = sortedKeys(p.replies)
+	if len(p.dropped) > 0 {
+		if targets = c.withoutGroupsOf(p.dropped); len(targets) == 0 {
+			c.trialPhase(nil, 0)
+			return nil, nil, false
+		}
+	}
+	keep := map[int]bool{}
+	for _, gi := range c.updating {
+		keep[gi] = true
+	}
+	parts := make([]seal.Vec, 0, len(targets))
+	for _, k := range targets {
+		v := p.replies[k].Sealed
+		if len(p.dropped) > 0 {
+			kept := seal.Vec{}
+			for ci, ch := range v {
+				if keep[groupOf(ci)] {
+					kept[ci] = ch
+				}
+			}
+			v = kept
+		}
+		parts = append(parts, v)
+	}
+	sum, err := seal.Sum(c.scheme, parts...)
+	if err != nil {
+		c.fail(err)
+		return nil, nil, false
+	}
+	return targets, sum, true
 }
 
 // withoutGroupsOf drops from the round's updating groups those held by any
