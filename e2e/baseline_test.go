@@ -10,16 +10,18 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hyfed/hyfed/server"
-	"github.com/hyfed/hyfed/shared/baseline"
+	"github.com/hyfed/hyfed/shared/averaging"
 	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/fedhybrid"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/session"
 )
 
 // TestBaselineInTheBrowser: a FedAvg federation (MNIST quadrants:1, BGV)
 // with a browser tab as client 0 and three native participants. The tab's
 // WebAssembly participant runs the same local steps as the native ones: the
-// federation ends with, bit for bit, the model package baseline computes in
-// process; the tab sent its weights only sealed; the dashboard plots P.
+// federation ends with, bit for bit, the model the same federation computes
+// in process over the memory transport; the tab sent its weights only sealed; the dashboard plots P.
 func TestBaselineInTheBrowser(t *testing.T) {
 	const rounds, inner, a, b, lambda, seed = 15, 50, 0.05, 1.0, 1e-3, 5
 	blocks := loadBlocks(t, "mnist", "quadrants:1")
@@ -27,15 +29,11 @@ func TestBaselineInTheBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []float64
-	if _, err := baseline.Run(t.Context(), prep.Data, prep.Blocks, baseline.Options{Algo: baseline.FedAvg, Loss: "hinge", Lambda: lambda,
-		Rounds: rounds, Inner: inner, StepA: a, StepB: b, Seed: seed,
-		OnRound: func(_ baseline.RoundMetrics, w []float64) { want = append(want[:0], w...) }}); err != nil {
-		t.Fatal(err)
-	}
+	want := inProcessModel(t, prep, experiment.Options{Algo: averaging.FedAvg, Loss: "hinge", Lambda: lambda,
+		Rounds: rounds, Inner: inner, StepA: a, StepB: b, Seed: seed})
 
 	ts := startServer(t, seeded)
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "e2e: FedAvg, MNIST quadrants:1", Algo: baseline.FedAvg,
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "e2e: FedAvg, MNIST quadrants:1", Algo: averaging.FedAvg,
 		Loss: "hinge", Lambda: lambda, Rounds: rounds, Inner: inner, StepA: a, StepB: b, Seed: seed,
 		MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(time.Minute)})
 	br := newBrowser(t)
@@ -52,7 +50,7 @@ func TestBaselineInTheBrowser(t *testing.T) {
 		w()
 	}
 	st := waitStatus(t, ts.URL, fed.ID, "the federation to finish", 10*time.Second, func(s server.Status) bool { return s.State == "finished" })
-	if st.Config.Algo != baseline.FedAvg || len(st.History) != rounds+1 {
+	if st.Config.Algo != averaging.FedAvg || len(st.History) != rounds+1 {
 		t.Fatalf("status: algo %s, %d rounds of metrics", st.Config.Algo, len(st.History))
 	}
 	var model server.ModelView
@@ -86,7 +84,7 @@ func TestBaselineInTheBrowser(t *testing.T) {
 // TestFedHybridInTheBrowser: FedHybrid (MNIST horizontal:4, logistic,
 // mixed updates) with a browser tab as client 0, Newton-type: its
 // WebAssembly participant factors the 785x785 Newton matrix each round,
-// and the federation ends with RunFedHybrid's model up to rounding.
+// and the federation ends with the in-process run's model up to rounding.
 func TestFedHybridInTheBrowser(t *testing.T) {
 	const rounds, lambda, mu, seed = 4, 1e-3, 0.01, 5
 	blocks := loadBlocks(t, "mnist", "horizontal:4")
@@ -94,13 +92,10 @@ func TestFedHybridInTheBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hist, err := baseline.RunFedHybrid(t.Context(), prep.Data, prep.Blocks, baseline.FedHybridOptions{Loss: "logistic", Lambda: lambda,
-		Rounds: rounds, Mode: "mixed", Mu: mu, Seed: seed})
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := inProcessModel(t, prep, experiment.Options{Algo: fedhybrid.Name, Loss: "logistic", Lambda: lambda,
+		Rounds: rounds, Mode: "mixed", Mu: mu, Inner: 1, Seed: seed})
 	ts := startServer(t, seeded)
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "e2e: FedHybrid, MNIST horizontal:4", Algo: baseline.FedHybrid,
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "e2e: FedHybrid, MNIST horizontal:4", Algo: fedhybrid.Name,
 		Loss: "logistic", Lambda: lambda, Rounds: rounds, Mu: mu, Mode: "mixed", Seed: seed, IIC: 0.2,
 		MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(time.Minute)})
 	br := newBrowser(t)
@@ -123,16 +118,15 @@ func TestFedHybridInTheBrowser(t *testing.T) {
 	// Not bit for bit: on amd64 gonum's assembly kernels sum the Newton
 	// matrix in another order than its pure-Go code in WebAssembly, so the
 	// last bits differ (measured: 1.3e-14 relative after 4 rounds).
-	want := hist[rounds-1].W
 	worst, norm := 0.0, 0.0
 	for j := range want {
 		worst = max(worst, math.Abs(float64(model.W[j])-want[j]))
 		norm = max(norm, math.Abs(want[j]))
 	}
-	t.Logf("FedHybrid with a Newton-type browser tab: %d rounds in %.1fs; the model differs from RunFedHybrid's by %.2g (max norm), %.2g relative",
+	t.Logf("FedHybrid with a Newton-type browser tab: %d rounds in %.1fs; the model differs from the in-process run's by %.2g (max norm), %.2g relative",
 		rounds, time.Since(start).Seconds(), worst, worst/norm)
 	if !(worst <= 1e-9*norm) {
-		t.Fatalf("the model differs from RunFedHybrid's by %.3g (max norm %.3g)", worst, norm)
+		t.Fatalf("the model differs from the in-process run's by %.3g (max norm %.3g)", worst, norm)
 	}
 }
 
@@ -191,4 +185,20 @@ func TestCreatePageBaseline(t *testing.T) {
 			t.Fatalf("hyfem-prox created with step a %v, b %v, mu %v; want 0.3, 1, 0.2", st.Config.StepA, st.Config.StepB, st.Config.Mu)
 		}
 	}
+}
+
+// inProcessModel runs o on prep through the memory transport with
+// plaintext sealing (hyfed experiment --algo) and returns its last model.
+func inProcessModel(t *testing.T, prep *experiment.Prepared, o experiment.Options) []float64 {
+	t.Helper()
+	var w []float64
+	o.Plaintext, o.PStar = true, 1
+	o.Script = func(_ *protocol.Memory, c *protocol.Coordinator) { w = append(w[:0], c.W()...) }
+	if _, err := experiment.RunPrepared(t.Context(), prep, o); err != nil {
+		t.Fatal(err)
+	}
+	if len(w) != prep.Data.M() {
+		t.Fatalf("the in-process run's model has %d weights, want %d", len(w), prep.Data.M())
+	}
+	return w
 }

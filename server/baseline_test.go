@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hyfed/hyfed/shared/baseline"
+	"github.com/hyfed/hyfed/shared/averaging"
 	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/fedhybrid"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/secret"
 	"github.com/hyfed/hyfed/shared/session"
 )
@@ -16,7 +18,8 @@ import (
 // horizontal partition) as federations of
 // this server (algo in the create request) with native participants over
 // loopback websockets and BGV: the model they end with is, bit for bit,
-// the one package baseline computes in process with the same settings.
+// the one the same federation computes in process over the memory
+// transport with plaintext sealing (hyfed experiment --algo).
 func TestBaselinesOverWebsockets(t *testing.T) {
 	hybrid := smallData(t)
 	horizontal, err := experiment.Prepare(experiment.Options{Data: "synthetic:360,12,1,0.05,3", Holdout: 0.2, Partition: "horizontal:4"})
@@ -27,28 +30,31 @@ func TestBaselinesOverWebsockets(t *testing.T) {
 	for _, tc := range []struct {
 		algo string
 		mu   float64
-	}{{baseline.FedAvg, 0}, {baseline.HyFEMProx, 0.05}, {baseline.FedHybrid, 0.05}} {
+	}{{averaging.FedAvg, 0}, {averaging.HyFEMProx, 0.05}, {fedhybrid.Name, 0.05}} {
 		t.Run(tc.algo, func(t *testing.T) {
 			const rounds, inner, lambda, seed, fraction = 12, 6, 1e-2, 4, 0.7
 			a, b, lossName, p := 0.2, 1.0, "hinge", hybrid
-			var want []float64
-			if tc.algo == baseline.FedHybrid {
+			if tc.algo == fedhybrid.Name {
 				a, b, lossName, p = 0, 0, "logistic", horizontal
-				hist, err := baseline.RunFedHybrid(context.Background(), p.Data, p.Blocks, baseline.FedHybridOptions{Loss: lossName,
-					Lambda: lambda, Rounds: rounds, Mode: "mixed", Mu: tc.mu, Fraction: fraction, Seed: seed})
-				if err != nil {
-					t.Fatal(err)
-				}
-				want = hist[rounds-1].W
-			} else if _, err := baseline.Run(context.Background(), p.Data, p.Blocks, baseline.Options{Algo: tc.algo, Loss: lossName,
-				Lambda: lambda, Rounds: rounds, Inner: inner, StepA: a, StepB: b, Mu: tc.mu, Fraction: fraction, Seed: seed,
-				OnRound: func(_ baseline.RoundMetrics, w []float64) { want = append(want[:0], w...) }}); err != nil {
+			}
+			// The same federation in process, over the memory transport.
+			var want []float64
+			o := experiment.Options{Algo: tc.algo, Loss: lossName, Lambda: lambda, Rounds: rounds, Inner: inner, StepA: a, StepB: b,
+				Mu: tc.mu, Fraction: fraction, Seed: seed, Plaintext: true, PStar: 1,
+				Script: func(_ *protocol.Memory, c *protocol.Coordinator) { want = append(want[:0], c.W()...) }}
+			if tc.algo == fedhybrid.Name {
+				o.Mode = "mixed"
+			}
+			if _, err := experiment.RunPrepared(context.Background(), p, o); err != nil {
 				t.Fatal(err)
+			}
+			if len(want) != p.Data.M() {
+				t.Fatalf("the in-process run's model has %d weights, want %d", len(want), p.Data.M())
 			}
 			req := CreateRequest{Name: tc.algo, Algo: tc.algo, Loss: lossName, Lambda: lambda, Rounds: rounds,
 				Inner: inner, StepA: a, StepB: b, Mu: tc.mu, Fraction: fraction, Seed: seed, MinParticipants: len(p.Blocks),
 				NumFeatures: p.Data.M()}
-			if tc.algo == baseline.FedHybrid {
+			if tc.algo == fedhybrid.Name {
 				req.Mode = "mixed"
 			}
 			l, fed := ts.create(t, req, secret.FromSeed(3), "bgv")

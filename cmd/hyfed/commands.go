@@ -71,14 +71,7 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if !*quiet {
 		o.Progress = stderr
 	}
-	if bf.algo != "hyfdca" {
-		if *modelPath != "" {
-			// The in-process baselines keep no handed-out iterate; their
-			// federations on a server do (GET .../model).
-			return fmt.Errorf("--model: not with --algo %s in process; run it as a federation (hyfed create --algo %s) and fetch the model with hyfed sim/join --model", bf.algo, bf.algo)
-		}
-		return runBaselineExperiment(ctx, o, bf, stdout, stderr)
-	}
+	bf.apply(&o)
 	p, err := experiment.Prepare(o)
 	if err != nil {
 		return err
@@ -92,6 +85,9 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err := writeModel(*modelPath, s.Loss, s.Model.W, experimentInfo(s, o, p.Data, hist), stderr); err != nil {
 			return err
 		}
+	}
+	if o.Algo != "" {
+		return printBaselineSummary(stdout, s, o.Algo)
 	}
 	return printJSON(stdout, s)
 }

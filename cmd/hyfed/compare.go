@@ -13,11 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hyfed/hyfed/shared/baseline"
+	"github.com/hyfed/hyfed/shared/averaging"
 	"github.com/hyfed/hyfed/shared/central"
 	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/fedhybrid"
 	"github.com/hyfed/hyfed/shared/loss"
-	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/svgplot"
 )
 
@@ -103,36 +103,14 @@ func cmpGrid(quick bool, sparse string) []cmpSetting {
 	return out
 }
 
-// hyfdcaAlgo runs HyFDCA through the in-process federation (plaintext
-// sealing: the encryption tests show it does not change the numbers).
+// hyfdcaAlgo runs HyFDCA with its default step through the in-process
+// federation (plaintext sealing: the encryption tests show it does not
+// change the numbers).
 func hyfdcaAlgo(lambda float64) cmpAlgo {
 	return cmpAlgo{Name: "hyfdca", Params: []cmpParam{{"iic", 0.02, 1}}, Applies: func(string) bool { return true },
 		Run: func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error) {
-			o := experiment.Options{Data: s.Data, Partition: s.Partition, Lambda: lambda, Fraction: s.Fraction, Rounds: rounds,
-				IIC: params["iic"], Seed: seed, Plaintext: true, Step: "hyfed", Search: "primal", Estimate: "meanfield",
-				Gamma: 1, Loss: s.Loss, PStar: 1} // PStar: not needed here (the report computes relative losses)
-			start := time.Now()
-			var h []protocol.RoundMetrics
-			if _, err := experiment.RunPreparedWithHistory(ctx, p, o, &h); err != nil {
-				return nil, err
-			}
-			total := time.Since(start).Seconds()
-			pts := make([]cmpPoint, 0, len(h))
-			cum := 0.0
-			for _, r := range h {
-				for _, sec := range r.Seconds {
-					cum += sec
-				}
-				pts = append(pts, cmpPoint{Round: r.Round, Seconds: cum, Primal: r.Primal, HeldAcc: r.HeldAcc})
-			}
-			// The phase seconds omit the transport's own overhead: scale
-			// them to the measured wall time.
-			if cum > 0 {
-				for i := range pts {
-					pts[i].Seconds *= total / cum
-				}
-			}
-			return pts, nil
+			return runPoints(ctx, p, experiment.Options{Data: s.Data, Partition: s.Partition, Lambda: lambda, Fraction: s.Fraction,
+				Rounds: rounds, IIC: params["iic"], Seed: seed, Plaintext: true, Loss: s.Loss})
 		}}
 }
 
@@ -442,32 +420,21 @@ func compareReport(grid []cmpSetting, results []*cmpResult, rounds int) (string,
 
 // compareAlgos lists the algorithms hyfed compare runs. HyFEM-Avg is left
 // out: for linear models it is FedAvg (the HyFEM paper, Remark 3; a test in
-// shared/baseline shows identical runs).
+// shared/protocol shows identical runs).
 func compareAlgos(lambda float64) []cmpAlgo {
-	return []cmpAlgo{hyfdcaAlgo(lambda), baselineAlgo(baseline.FedAvg, lambda), baselineAlgo(baseline.HyFEMProx, lambda), fedHybridAlgo(lambda)}
+	return []cmpAlgo{hyfdcaAlgo(lambda), baselineAlgo(averaging.FedAvg, lambda), baselineAlgo(averaging.HyFEMProx, lambda), fedHybridAlgo(lambda)}
 }
 
 // fedHybridAlgo runs FedHybrid with Newton-type participants on horizontal
-// partitions (its setting: the FedHybrid paper), tuning the penalty mu; the step
-// sizes are FedHybrid's defaults (shared/baseline).
+// partitions (its setting: the FedHybrid paper), tuning the penalty mu; the
+// step sizes are FedHybrid's defaults (fedhybrid.NewNode).
 func fedHybridAlgo(lambda float64) cmpAlgo {
-	return cmpAlgo{Name: "fedhybrid", Params: []cmpParam{{"mu", 1e-4, 10}},
+	return cmpAlgo{Name: fedhybrid.Name, Params: []cmpParam{{"mu", 1e-4, 10}},
 		Applies: func(partition string) bool { return strings.HasPrefix(partition, "horizontal:") },
 		Run: func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error) {
-			spec := baselineSpec{algo: "fedhybrid", loss: s.Loss, mode: "newton", scheme: "plaintext", lambda: lambda, mu: params["mu"],
-				fraction: s.Fraction, rounds: rounds, seed: seed}
-			return baselinePoints(ctx, p, spec)
+			return runPoints(ctx, p, experiment.Options{Data: s.Data, Partition: s.Partition, Algo: fedhybrid.Name, Mode: "newton",
+				Loss: s.Loss, Lambda: lambda, Mu: params["mu"], Fraction: s.Fraction, Rounds: rounds, Inner: 1, Seed: seed, Plaintext: true})
 		}}
-}
-
-// baselinePoints runs a baseline and returns its rounds as points (those
-// completed, with the error of a run that stopped early).
-func baselinePoints(ctx context.Context, p *experiment.Prepared, spec baselineSpec) ([]cmpPoint, error) {
-	var pts []cmpPoint
-	err := runBaseline(ctx, p, spec, func(m baseline.RoundMetrics, secs float64) {
-		pts = append(pts, cmpPoint{Round: m.Round, Seconds: secs, Primal: m.Primal, HeldAcc: m.HeldAcc})
-	})
-	return pts, err
 }
 
 // baselineAlgo runs FedAvg or HyFEM with the search ranges of the HyFDCA paper's supplement
@@ -475,15 +442,15 @@ func baselinePoints(ctx context.Context, p *experiment.Prepared, spec baselineSp
 // as for HyFDCA.
 func baselineAlgo(name string, lambda float64) cmpAlgo {
 	params := []cmpParam{{"iic", 1e-3, 5}, {"a", 1e-5, 25}, {"b", 1e-5, 25}}
-	if name == baseline.HyFEMProx {
+	if name == averaging.HyFEMProx {
 		params = append(params, cmpParam{"mu", 1e-3, 10})
 	}
 	return cmpAlgo{Name: name, Params: params, Applies: func(string) bool { return true },
 		Run: func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error) {
 			h := experiment.InnerFor(params["iic"], p.Data.NumTrain(), len(p.Blocks))
 			h = min(h, 100000) // a huge H is a candidate the search should drop, not a stall
-			spec := baselineSpec{algo: name, loss: s.Loss, scheme: "plaintext", lambda: lambda, a: params["a"], b: params["b"],
-				mu: params["mu"], fraction: s.Fraction, rounds: rounds, inner: h, seed: seed}
-			return baselinePoints(ctx, p, spec)
+			return runPoints(ctx, p, experiment.Options{Data: s.Data, Partition: s.Partition, Algo: name, Loss: s.Loss, Lambda: lambda,
+				StepA: params["a"], StepB: params["b"], Mu: params["mu"], Fraction: s.Fraction, Rounds: rounds, Inner: h, Seed: seed,
+				Plaintext: true})
 		}}
 }

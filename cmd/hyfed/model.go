@@ -55,7 +55,11 @@ func writeModel(path, lossName string, w []float64, info *model.Info, stderr io.
 // run's rounds, for the dual of the model's round).
 func experimentInfo(s *experiment.Summary, o experiment.Options, d *dataset.Dataset, hist []protocol.RoundMetrics) *model.Info {
 	it := s.Model
-	info := &model.Info{Source: "experiment", Algorithm: protocol.AlgoHyFDCA, Data: s.Data, Positive: o.Positive, Partition: s.Partition,
+	algo := o.Algo
+	if algo == "" {
+		algo = protocol.AlgoHyFDCA
+	}
+	info := &model.Info{Source: "experiment", Algorithm: algo, Data: s.Data, Positive: o.Positive, Partition: s.Partition,
 		Clients: s.Clients, Scheme: s.Scheme, Step: s.Step, Loss: s.Loss, Lambda: s.Lambda, Fraction: s.Fraction,
 		Inner: s.Inner, Seed: o.Seed, Rounds: s.Rounds, ModelRound: it.Round, Best: it.Best,
 		Metrics: model.Metrics{Primal: model.Num(it.Primal), HeldoutAccuracy: model.Num(it.HeldAcc),

@@ -1,10 +1,32 @@
 // Package averaging holds what a participant of an averaging baseline
 // (FedAvg, HyFEM-Avg, HyFEM-Prox) computes on its own: the local SGD solver,
-// the seeded draws of picks and participation, and the range its sealed
-// weights must stay in. Package baseline runs these algorithms in one
-// process, package protocol through the federation's coordinator and
-// participants; both draw and step with this code, so they compute the same
-// models. It is kept small because the browser participant links it.
+// the seeded draws of its picks, and the range its sealed weights must stay
+// in. Package protocol runs the rounds. It is kept small because the
+// browser participant links it.
+//
+//   - FedAvg for hybrid data (the HyFDCA paper, sec. 2, and its supplement,
+//     sec. 2.3): every active client runs H steps of SGD with batch 1 on its
+//     block, with its local model on its own features only, step
+//     a/(b+sqrt(t)); the server averages each weight over the active
+//     clients that hold its feature.
+//   - HyFEM-Avg and HyFEM-Prox (the HyFEM paper, sec. 3, Algorithm 1, Remark
+//     3) for linear models: the same local SGD, HyFEM-Prox with the penalty
+//     mu ||w_k - Pi_k w_global||^2, and the global model averaged per
+//     feature.
+//
+// For linear models HyFEM-Avg is FedAvg: the HyFEM paper has no feature
+// extractor parameters to learn here (the embedding h_m is the identity on
+// the client's features), the matching Pi_m of its eq. (8) is the identity
+// on the client's features (features are named, there is nothing to
+// permute), so the global step (8) is the per-feature average, and
+// HyFEM-Avg's local problem (9) drops the penalty, leaving FedAvg's local
+// SGD. It stays a name of its own so that comparisons list it as the paper
+// does; a federation computes the same rounds for both (a test checks it).
+//
+// The server's step is a sum, so it goes through package seal: every
+// participant seals its local weights into the slots of its features, the
+// server only adds sealed vectors, and a participant opens the sum and
+// divides by the public number of holders.
 package averaging
 
 import (
@@ -18,7 +40,7 @@ import (
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
-// The averaging baselines (see package baseline for what each one is).
+// The averaging baselines.
 const (
 	FedAvg    = "fedavg"
 	HyFEMAvg  = "hyfem-avg"
@@ -27,6 +49,9 @@ const (
 
 // Algorithms lists them.
 var Algorithms = []string{FedAvg, HyFEMAvg, HyFEMProx}
+
+// DefaultProxMu is HyFEM-Prox's penalty mu when a run does not give one.
+const DefaultProxMu = 0.1
 
 // ErrDiverged marks a run whose weights left the finite or the sealable
 // range: the step size is too large for the data. A hyperparameter search
@@ -162,26 +187,16 @@ func Picks(rng *rand.Rand, train []int, h int) []int {
 }
 
 // RoundPicks returns the rows a client takes its local steps on in a
-// round, as Run draws them: H draws from the client's stream of the round.
-// A networked participant (shared/protocol) draws the same with the
-// federation's seed and its client index.
+// round: H draws from the client's stream of the round, seeded by the
+// federation's seed and the client's index, so a run is deterministic
+// whatever order the participants answer in.
 func RoundPicks(seed int64, round, client int, train []int, h int) []int {
 	return Picks(roundRNG(seed, streamPicks, round, client), train, h)
 }
 
-// ActivityDraws returns the generator of a round's participation draws: one
-// Float64 per client, in client order; a client is active if its draw is
-// below the fraction.
-func ActivityDraws(seed int64, round int) *rand.Rand {
-	return roundRNG(seed, streamActive, round, 0)
-}
-
 // Purposes of the seeded random streams, so that the draws of one purpose
 // never depend on another's.
-const (
-	streamPicks  = 1
-	streamActive = 2
-)
+const streamPicks = 1
 
 // roundRNG returns the generator of one purpose, round and client: a PCG
 // seeded from the run seed and a mix of the three, so that a run is

@@ -247,7 +247,7 @@ func TestPicks(t *testing.T) {
 	for _, other := range [][]int{
 		Picks(roundRNG(7, streamPicks, 3, 2), train, 50),
 		Picks(roundRNG(7, streamPicks, 4, 1), train, 50),
-		Picks(roundRNG(7, streamActive, 3, 1), train, 50),
+		Picks(roundRNG(7, streamPicks+1, 3, 1), train, 50),
 		Picks(roundRNG(8, streamPicks, 3, 1), train, 50),
 	} {
 		if slices.Equal(a, other) {

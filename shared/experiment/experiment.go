@@ -15,8 +15,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hyfed/hyfed/shared/averaging"
 	"github.com/hyfed/hyfed/shared/central"
 	"github.com/hyfed/hyfed/shared/dataset"
+	"github.com/hyfed/hyfed/shared/fedhybrid"
 	"github.com/hyfed/hyfed/shared/loss"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
@@ -30,6 +32,16 @@ type Options struct {
 	Positive  string  // label rule, e.g. "0,1,2,3,4"
 	Holdout   float64 // held-out fraction for data without a split
 	Partition string  // quadrants:K, grid:K,Q, horizontal:K, vertical:Q
+
+	// Algo is the algorithm (protocol.Config.Algo): hyfdca ("") or a
+	// baseline, which runs through the same coordinator, participants and
+	// memory transport. StepA, StepB, Mu and Mode are the baselines'
+	// settings (protocol.Config); Mu 0 means averaging.DefaultProxMu for
+	// hyfem-prox and fedhybrid.DefaultMu for fedhybrid.
+	Algo         string
+	StepA, StepB float64
+	Mu           float64
+	Mode         string
 
 	Step     string
 	Search   string // step size search of the default step: primal or dual
@@ -217,7 +229,18 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 		progress(o.Progress, "central: P* = %.9g (relative gap %.2g, %d epochs, %.1fs)\n", r.Primal, r.RelativeGap, r.Epochs, r.Seconds)
 	}
 	cfg := protocol.Config{Lambda: o.Lambda, Loss: l.Name(), Step: o.Step, Search: o.Search, Estimate: o.Estimate, Inner: inner, Gamma: o.Gamma,
-		Fraction: o.Fraction, Rounds: o.Rounds, Seed: uint64(o.Seed), Clients: clients, SealPrimal: o.SealPrimal}
+		Fraction: o.Fraction, Rounds: o.Rounds, Seed: uint64(o.Seed), Clients: clients, SealPrimal: o.SealPrimal,
+		Algo: o.Algo, StepA: o.StepA, StepB: o.StepB, Mu: o.Mu, Mode: o.Mode}
+	if cfg.Mu == 0 {
+		switch cfg.Algo {
+		case averaging.HyFEMProx:
+			cfg.Mu = averaging.DefaultProxMu
+		case fedhybrid.Name:
+			if cfg.Mu, err = fedhybrid.DefaultMu(p.Blocks, o.Lambda, d.NumTrain()); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if f, v, ok := p.Data.ConstantFeature(); ok {
 		cfg.BiasFeature, cfg.BiasValue = f, v
 	}
@@ -225,6 +248,12 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 		return nil, err
 	}
 	s.Step, s.Fraction, s.Rounds = cfg.Step, cfg.Fraction, cfg.Rounds
+	if cfg.Baseline() {
+		s.Step = "" // the baselines have no step rule
+		if !cfg.Averaging() {
+			s.Inner = 0 // nor does fedhybrid take local steps
+		}
+	}
 	name := "bgv"
 	if o.Plaintext {
 		name = "plaintext"

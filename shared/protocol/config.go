@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/hyfed/hyfed/shared/averaging"
-	"github.com/hyfed/hyfed/shared/baseline"
+	"github.com/hyfed/hyfed/shared/fedhybrid"
 
 	"github.com/hyfed/hyfed/shared/loss"
 )
@@ -99,7 +99,7 @@ type Config struct {
 	SealPrimal bool `json:",omitempty"`
 
 	// Algo is the algorithm: hyfdca (the default) or one of the averaging
-	// baselines (package baseline: fedavg, hyfem-avg, hyfem-prox), which
+	// baselines (package averaging: fedavg, hyfem-avg, hyfem-prox), which
 	// run through the same coordinator, participants, transport and
 	// sealing: every active participant takes Inner local SGD steps from
 	// the global model on its features with step StepA/(StepB+sqrt(t)),
@@ -114,7 +114,7 @@ type Config struct {
 	// consensus w, seals mu x_i - lambda_i, and w becomes the opened sum
 	// over all participants (an inactive one's last vector counts again)
 	// divided by mu times their number. StepA and StepB are then its a_i
-	// and b_i (0: the defaults of baseline.FedHybridOptions).
+	// and b_i (0: the defaults of fedhybrid.NewNode).
 	Algo         string  `json:",omitempty"`
 	StepA, StepB float64 `json:",omitempty"`
 	Mu           float64 `json:",omitempty"` // HyFEM-Prox's proximal weight, FedHybrid's penalty
@@ -130,14 +130,14 @@ func (c *Config) synced() bool { return c.Step != StepPaper }
 const AlgoHyFDCA = "hyfdca"
 
 // Algorithms lists the values of Config.Algo.
-var Algorithms = append(append([]string{AlgoHyFDCA}, averaging.Algorithms...), baseline.FedHybrid)
+var Algorithms = append(append([]string{AlgoHyFDCA}, averaging.Algorithms...), fedhybrid.Name)
 
 // Baseline reports whether the configuration runs a baseline (no dual
 // values: only P and the accuracies are measured).
 func (c *Config) Baseline() bool { return c.Algo != "" && c.Algo != AlgoHyFDCA }
 
 // Averaging reports whether the configuration runs an averaging baseline.
-func (c *Config) Averaging() bool { return c.Baseline() && c.Algo != baseline.FedHybrid }
+func (c *Config) Averaging() bool { return c.Baseline() && c.Algo != fedhybrid.Name }
 
 // Validate checks the configuration and fills defaults.
 func (c *Config) Validate() error {
@@ -147,7 +147,7 @@ func (c *Config) Validate() error {
 	if !slices.Contains(Algorithms, c.Algo) {
 		return fmt.Errorf("config: algo %q: want one of %s", c.Algo, strings.Join(Algorithms, ", "))
 	}
-	if c.Algo == baseline.FedHybrid {
+	if c.Algo == fedhybrid.Name {
 		if c.Loss != "logistic" {
 			return fmt.Errorf("config: fedhybrid needs a smooth loss: logistic, not %q", c.Loss)
 		}
@@ -160,7 +160,7 @@ func (c *Config) Validate() error {
 		if c.Mode == "" {
 			c.Mode = "newton"
 		}
-		if _, err := baseline.FedHybridNewton(c.Mode, 0); err != nil {
+		if _, err := fedhybrid.Newton(c.Mode, 0); err != nil {
 			return fmt.Errorf("config: %w", err)
 		}
 	} else if c.Mode != "" {

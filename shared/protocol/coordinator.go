@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/hyfed/hyfed/shared/baseline"
+	"github.com/hyfed/hyfed/shared/fedhybrid"
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
@@ -171,9 +171,6 @@ func NewCoordinator(cfg Config, scheme seal.Scheme) (*Coordinator, error) {
 		return nil, err
 	}
 	pcg := rand.NewPCG(cfg.Seed, 0xc0)
-	if cfg.Algo == baseline.FedHybrid {
-		pcg = rand.NewPCG(cfg.Seed, 0xfed4b) // RunFedHybrid's participation draws
-	}
 	return &Coordinator{cfg: cfg, scheme: scheme, now: time.Now, pcg: pcg, rng: rand.New(pcg)}, nil
 }
 
@@ -348,7 +345,7 @@ func (c *Coordinator) connect(k int, h Message) error {
 			return Errorf(CodeSchema, "client %d: returned with a different block", k)
 		}
 		cs.connected, cs.ready, cs.stale, cs.returned = true, false, true, true
-		if c.cfg.Algo == baseline.FedHybrid {
+		if c.cfg.Algo == fedhybrid.Name {
 			cs.sealedW = nil // its setup starts it again from x_i = lambda_i = 0
 		}
 		c.sendSetup(k, false)
@@ -583,7 +580,7 @@ func (c *Coordinator) align() error {
 			}
 		}
 	}
-	if c.cfg.Algo == baseline.FedHybrid {
+	if c.cfg.Algo == fedhybrid.Name {
 		for k, cs := range c.clients {
 			if cs.hello != nil && len(cs.hello.Features) != cs.hello.NumFeatures {
 				return fmt.Errorf("client %d holds %d of %d features: fedhybrid needs a horizontal partition (every participant holds all features of its samples)",
@@ -838,7 +835,7 @@ func (c *Coordinator) check(k int, m Message) error {
 		if len(m.W) != 0 || len(m.HatW) != 0 || len(m.DW) != 0 {
 			return fmt.Errorf("local-part: plaintext weights: they travel sealed only")
 		}
-		if c.cfg.Algo == baseline.FedHybrid {
+		if c.cfg.Algo == fedhybrid.Name {
 			// Two limbs a feature: slots 0..2M-1.
 			for ci := range m.Sealed {
 				if ci < 0 || ci*c.scheme.ChunkLen() >= 2*c.numFeatures {

@@ -91,7 +91,7 @@ type Message struct {
 	// setup
 	Setup *Setup
 
-	// local: the client's index (its pick stream, as package baseline
+	// local: the client's index (its pick stream, as package averaging
 	// draws it), its local steps so far (t of the step size) and, per
 	// feature of the client, the number of active holders (its sum must
 	// stay sealable)

@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/hyfed/hyfed/shared/averaging"
-	"github.com/hyfed/hyfed/shared/baseline"
+	"github.com/hyfed/hyfed/shared/fedhybrid"
 	"github.com/hyfed/hyfed/shared/loss"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/seal"
@@ -51,8 +51,8 @@ type Participant struct {
 	picks    map[int][]int
 	gramAt   map[int]int
 	gammaMax float64
-	est      []groupEstimate         // per local group, for the local sequential estimate
-	hybrid   *baseline.FedHybridNode // fedhybrid: x_i and lambda_i (nil until the first round after a setup)
+	est      []groupEstimate // per local group, for the local sequential estimate
+	hybrid   *fedhybrid.Node // fedhybrid: x_i and lambda_i (nil until the first round after a setup)
 }
 
 // groupEstimate holds what a holder needs to estimate how the other
@@ -310,7 +310,7 @@ func (p *Participant) sealFeatures(v []float64) (seal.Vec, error) {
 // per feature for the server's sum.
 func (p *Participant) onLocal(m Message) ([]Message, error) {
 	cfg := p.setup.Config
-	if cfg.Algo == baseline.FedHybrid {
+	if cfg.Algo == fedhybrid.Name {
 		return p.onFedHybrid(m)
 	}
 	if !cfg.Averaging() {
@@ -354,7 +354,7 @@ func (p *Participant) onFedHybrid(m Message) ([]Message, error) {
 		return nil, fmt.Errorf("participant: fedhybrid: %d participants, client %d", m.Participants, m.Client)
 	}
 	if p.hybrid == nil {
-		n, err := baseline.NewFedHybridNode(p.block, m.Client, p.setup.NumTrain, cfg.Loss, cfg.Lambda, cfg.Mu, cfg.Mode, cfg.StepA, cfg.StepB)
+		n, err := fedhybrid.NewNode(p.block, m.Client, p.setup.NumTrain, cfg.Lambda, cfg.Mu, cfg.Mode, cfg.StepA, cfg.StepB)
 		if err != nil {
 			return nil, fmt.Errorf("participant: %w", err)
 		}
@@ -374,8 +374,8 @@ func (p *Participant) onFedHybrid(m Message) ([]Message, error) {
 // returns it (SealPrimal). The server asks for sums only; what it gets back
 // is w or the round's direction u, both of which it holds anyway.
 func (p *Participant) onOpen(m Message) ([]Message, error) {
-	if p.setup.Config.Algo == baseline.FedHybrid {
-		vals, err := baseline.FedHybridOpen(p.key, m.Sealed, p.block.NumFeatures)
+	if p.setup.Config.Algo == fedhybrid.Name {
+		vals, err := fedhybrid.Open(p.key, m.Sealed, p.block.NumFeatures)
 		if err != nil {
 			return nil, fmt.Errorf("participant: open: %w", err)
 		}

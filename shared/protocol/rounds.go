@@ -6,8 +6,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/hyfed/hyfed/shared/averaging"
-	"github.com/hyfed/hyfed/shared/baseline"
+	"github.com/hyfed/hyfed/shared/fedhybrid"
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
@@ -47,18 +46,14 @@ func (c *Coordinator) nextRound() {
 	}
 	// One draw per client in index order, whoever is connected, so that a
 	// seed gives the same participation whatever happens.
-	if c.cfg.Averaging() {
-		draws := averaging.ActivityDraws(int64(c.cfg.Seed), c.round) // as the in-process baselines draw
-		for _, cs := range c.clients {
-			cs.activeRound = draws.Float64() < c.cfg.Fraction
-		}
-		c.averageStep()
-		return
-	}
 	for _, cs := range c.clients {
 		cs.activeRound = c.rng.Float64() < c.cfg.Fraction
 	}
-	if c.cfg.Algo == baseline.FedHybrid {
+	if c.cfg.Averaging() {
+		c.averageStep()
+		return
+	}
+	if c.cfg.Algo == fedhybrid.Name {
 		c.fedHybridStep()
 		return
 	}

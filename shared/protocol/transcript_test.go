@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hyfed/hyfed/shared/baseline"
+	"github.com/hyfed/hyfed/shared/averaging"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/seal"
 )
@@ -330,7 +330,7 @@ func TestTranscripts(t *testing.T) {
 		{"sealprimal", "the default step with the primal side sealed: participants seal hat_w and dw, one opens the sums",
 			withSealPrimal(hyfed), nil},
 		{"fedavg", "FedAvg: local steps from w, sealed weights, one participant opens the sum",
-			Config{Algo: baseline.FedAvg, Lambda: 1e-1, Rounds: 2, Inner: 2, StepA: 0.3, StepB: 1, Seed: 1}, nil},
+			Config{Algo: averaging.FedAvg, Lambda: 1e-1, Rounds: 2, Inner: 2, StepA: 0.3, StepB: 1, Seed: 1}, nil},
 		{"restore", "the server dies in round 2's direction phase and restarts from the checkpoint of round 1; fresh participants join again",
 			withRounds(hyfed, 3), []scriptStep{{2, PhaseDirection, "crash", 0}}},
 	} {
