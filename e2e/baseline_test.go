@@ -29,13 +29,10 @@ func TestBaselineInTheBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := inProcessModel(t, prep, experiment.Options{Algo: averaging.FedAvg, Loss: "hinge", Lambda: lambda,
-		Rounds: rounds, Inner: inner, StepA: a, StepB: b, Seed: seed})
+	want := inProcessModel(t, prep, experiment.Options{Seed: seed, Config: protocol.Config{Algo: averaging.FedAvg, Loss: "hinge", Lambda: lambda, Rounds: rounds, Inner: inner, StepA: a, StepB: b}})
 
 	ts := startServer(t, seeded)
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "e2e: FedAvg, MNIST quadrants:1", Algo: averaging.FedAvg,
-		Loss: "hinge", Lambda: lambda, Rounds: rounds, Inner: inner, StepA: a, StepB: b, Seed: seed,
-		MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(time.Minute)})
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "e2e: FedAvg, MNIST quadrants:1", RoundTimeout: server.Duration(time.Minute), Config: protocol.Config{Algo: averaging.FedAvg, Loss: "hinge", Lambda: lambda, Rounds: rounds, Inner: inner, StepA: a, StepB: b, Seed: seed, Clients: len(blocks), NumFeatures: blocks[0].NumFeatures}})
 	br := newBrowser(t)
 	dash := newTab(t, br)
 	dash.navigate(ts.URL + fed.DashboardPath)
@@ -92,12 +89,9 @@ func TestFedHybridInTheBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := inProcessModel(t, prep, experiment.Options{Algo: fedhybrid.Name, Loss: "logistic", Lambda: lambda,
-		Rounds: rounds, Mode: "mixed", Mu: mu, Inner: 1, Seed: seed})
+	want := inProcessModel(t, prep, experiment.Options{Seed: seed, Config: protocol.Config{Algo: fedhybrid.Name, Loss: "logistic", Lambda: lambda, Rounds: rounds, Mode: "mixed", Mu: mu, Inner: 1}})
 	ts := startServer(t, seeded)
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "e2e: FedHybrid, MNIST horizontal:4", Algo: fedhybrid.Name,
-		Loss: "logistic", Lambda: lambda, Rounds: rounds, Mu: mu, Mode: "mixed", Seed: seed, IIC: 0.2,
-		MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(time.Minute)})
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "e2e: FedHybrid, MNIST horizontal:4", RoundTimeout: server.Duration(time.Minute), Config: protocol.Config{Algo: fedhybrid.Name, Loss: "logistic", Lambda: lambda, Rounds: rounds, Mu: mu, Mode: "mixed", Seed: seed, IIC: 0.2, Clients: len(blocks), NumFeatures: blocks[0].NumFeatures}})
 	br := newBrowser(t)
 	start := time.Now()
 	tb := joinTab(t, br, link, writeBlockFile(t, blocks[0], "block-0.libsvm"), blocks[0].N())

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,8 +27,7 @@ func TestDashboardFollowsTraining(t *testing.T) {
 	blocks := loadBlocks(t, "mnist", "quadrants:1")
 	ts := startServer(t)
 	name := "e2e dashboard: MNIST quadrants:1"
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, Lambda: 1e-3, Rounds: rounds, IIC: 0.2,
-		MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(30 * time.Second)})
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, RoundTimeout: server.Duration(30 * time.Second), Config: protocol.Config{Lambda: 1e-3, Rounds: rounds, IIC: 0.2, Clients: len(blocks), NumFeatures: blocks[0].NumFeatures}})
 	b := newBrowser(t)
 	tb := newTab(t, b)
 	tb.navigate(ts.URL + fed.DashboardPath)
@@ -130,7 +130,7 @@ func TestIndexListsFederations(t *testing.T) {
 	names := []string{"e2e index: first", "e2e index: second"}
 	var paths []string
 	for _, n := range names {
-		_, fed := createFederation(t, ts.URL, server.CreateRequest{Name: n, Rounds: 5, MinParticipants: 2})
+		_, fed := createFederation(t, ts.URL, server.CreateRequest{Name: n, Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Rounds: 5, Clients: 2}})
 		paths = append(paths, "/federations/"+fed.ID)
 	}
 	b := newBrowser(t)
@@ -194,8 +194,7 @@ func TestDashboardConverged(t *testing.T) {
 	}
 	ts := startServer(t)
 	name := "MNIST quadrants:1, logistic, lambda 1e-2"
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, Loss: "logistic", Lambda: lambda, Rounds: rounds, IIC: 0.2,
-		MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(30 * time.Second), PStar: opt.Primal})
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, RoundTimeout: server.Duration(30 * time.Second), PStar: opt.Primal, Config: protocol.Config{Loss: "logistic", Lambda: lambda, Rounds: rounds, IIC: 0.2, Clients: len(blocks), NumFeatures: blocks[0].NumFeatures}})
 	b := newBrowser(t)
 	tb := newTab(t, b)
 	tb.navigate(ts.URL + fed.DashboardPath)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/hyfed/hyfed/shared/protocol"
 	"regexp"
 	"slices"
 	"strings"
@@ -36,7 +37,7 @@ func TestLayoutPhoneAndDesktopFirefox(t *testing.T) {
 func TestPagesUnderCSPFirefox(t *testing.T) {
 	ts := startServer(t)
 	name := "e2e: CSP in Firefox"
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, Rounds: 3, MinParticipants: 2})
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Rounds: 3, Clients: 2}})
 	tb := newFirefox(t).newPage().(*ffTab)
 	for _, p := range cspPages(ts, name, link, fed) {
 		tb.navigate("about:blank") // a fresh load even when only the fragment differs

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 // "Browse..." did the same); it opens the (hidden) file input's picker.
 func TestJoinPageOneFileControl(t *testing.T) {
 	ts := startServer(t)
-	link, _ := createFederation(t, ts.URL, server.CreateRequest{Lambda: 1e-3, Rounds: 5, IIC: 0.2, MinParticipants: 4})
+	link, _ := createFederation(t, ts.URL, server.CreateRequest{Config: protocol.Config{Lambda: 1e-3, Rounds: 5, IIC: 0.2, Clients: 4}})
 	b := newBrowser(t)
 	tb := newTab(t, b)
 	tb.navigate(link)
@@ -71,8 +72,7 @@ func layoutPhoneAndDesktop(t *testing.T, start func(testing.TB) engine) {
 	}
 	seats := session.NewSeats(t.Context(), nil)
 	ts := startServer(t, func(o *server.Options) { o.Demo = seats })
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "layout", Demo: true, Lambda: 1e-3, Rounds: rounds, IIC: 0.2,
-		MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(time.Minute)})
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "layout", Demo: true, RoundTimeout: server.Duration(time.Minute), Config: protocol.Config{Lambda: 1e-3, Rounds: rounds, IIC: 0.2, Clients: len(blocks), NumFeatures: blocks[0].NumFeatures}})
 	l, err := session.ParseLink(link)
 	if err != nil {
 		t.Fatal(err)

@@ -73,10 +73,8 @@ func TestFourTabsTrainMNIST(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := startServer(t, seeded)
-	link, fed := createSeeded(t, ts.URL, seed, server.CreateRequest{Name: "e2e: four tabs, MNIST quadrants:1", Lambda: 1e-3,
-		Rounds: rounds, IIC: 0.2, MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures,
-		RoundTimeout: server.Duration(time.Minute), PStar: opt.Primal,
-		BiasFeature: prep.Data.M() - 1, BiasValue: dataset.Bias}) // as hyfed experiment finds it in the data
+	link, fed := createSeeded(t, ts.URL, seed, server.CreateRequest{Name: "e2e: four tabs, MNIST quadrants:1",
+		RoundTimeout: server.Duration(time.Minute), PStar: opt.Primal, Config: protocol.Config{Lambda: 1e-3, Rounds: rounds, IIC: 0.2, Clients: len(blocks), NumFeatures: blocks[0].NumFeatures, BiasFeature: prep.Data.M() - 1, BiasValue: dataset.Bias}}) // as hyfed experiment finds it in the data
 	b := newBrowser(t)
 	dash := newTab(t, b)
 	dash.navigate(ts.URL + fed.DashboardPath)
@@ -95,9 +93,8 @@ func TestFourTabsTrainMNIST(t *testing.T) {
 	final := st.History[len(st.History)-1]
 
 	// The same settings in one process (hyfed experiment).
-	want, err := experiment.RunPrepared(t.Context(), prep, experiment.Options{Data: "mnist", Partition: "quadrants:1", Lambda: 1e-3, IIC: 0.2,
-		Rounds: rounds, Seed: seed, Fraction: 1, Gamma: 1, Loss: "hinge", // the step rule: the default, as the server's
-		PStar: opt.Primal})
+	want, err := experiment.RunPrepared(t.Context(), prep, experiment.Options{Data: "mnist", Partition: "quadrants:1", Seed: seed, // the step rule: the default, as the server's
+		PStar: opt.Primal, Config: protocol.Config{Lambda: 1e-3, IIC: 0.2, Rounds: rounds, Fraction: 1, Gamma: 1, Loss: "hinge"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +191,7 @@ func assertNoPlaintext(t *testing.T, frames map[int][][]byte, blocks []*partitio
 func TestWrongSecretShowsError(t *testing.T) {
 	blocks := loadBlocks(t, "mnist", "quadrants:1")
 	ts := startServer(t)
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Lambda: 1e-3, Rounds: 5, IIC: 0.2, MinParticipants: 4,
-		NumFeatures: blocks[0].NumFeatures})
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Config: protocol.Config{Lambda: 1e-3, Rounds: 5, IIC: 0.2, Clients: 4, NumFeatures: blocks[0].NumFeatures}})
 	other, err := secret.New()
 	if err != nil {
 		t.Fatal(err)
@@ -227,8 +223,7 @@ func TestClosedTabOthersFinish(t *testing.T) {
 	const rounds = 40
 	blocks := loadBlocks(t, "mnist", "quadrants:1")
 	ts := startServer(t)
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Lambda: 1e-3, Rounds: rounds, IIC: 0.2,
-		MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(20 * time.Second)})
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{RoundTimeout: server.Duration(20 * time.Second), Config: protocol.Config{Lambda: 1e-3, Rounds: rounds, IIC: 0.2, Clients: len(blocks), NumFeatures: blocks[0].NumFeatures}})
 	b := newBrowser(t)
 	tabs := make([]*tab, len(blocks))
 	for i, bl := range blocks {
@@ -260,8 +255,8 @@ func TestClosedTabOthersFinish(t *testing.T) {
 // dashboard and privacy pages; an encrypted one does not.
 func TestInsecureFederationIsMarked(t *testing.T) {
 	ts := startServer(t, func(o *server.Options) { o.InsecureDemo = true })
-	insecure, fi := createFederation(t, ts.URL, server.CreateRequest{Rounds: 3, MinParticipants: 2, Scheme: "plaintext"})
-	secure, fs := createFederation(t, ts.URL, server.CreateRequest{Rounds: 3, MinParticipants: 2})
+	insecure, fi := createFederation(t, ts.URL, server.CreateRequest{Scheme: "plaintext", Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Rounds: 3, Clients: 2}})
+	secure, fs := createFederation(t, ts.URL, server.CreateRequest{Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Rounds: 3, Clients: 2}})
 	b := newBrowser(t)
 	tb := newTab(t, b)
 	for _, c := range []struct {
@@ -314,8 +309,7 @@ func demoNewcomer(t *testing.T, start func(testing.TB) engine) {
 	}
 	seats := session.NewSeats(t.Context(), nil)
 	ts := startServer(t, func(o *server.Options) { o.Demo = seats })
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "demo", Demo: true, Lambda: 1e-3, Rounds: rounds, IIC: 0.2,
-		MinParticipants: len(blocks), NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(time.Minute)})
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "demo", Demo: true, RoundTimeout: server.Duration(time.Minute), Config: protocol.Config{Lambda: 1e-3, Rounds: rounds, IIC: 0.2, Clients: len(blocks), NumFeatures: blocks[0].NumFeatures}})
 	l, err := session.ParseLink(link)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,9 +66,7 @@ func TestCuriousServerLive(t *testing.T) {
 	runs := []*run{{name: "encrypted", scheme: "bgv", rounds: 20}, {name: "insecure", scheme: "plaintext", rounds: 200}}
 	var dash *tab // the insecure dashboard, open before training starts
 	for _, r := range runs {
-		r.link, r.fed = createFederation(t, ts.URL, server.CreateRequest{Name: "e2e: curious server, " + r.name, Scheme: r.scheme,
-			Loss: "logistic", Lambda: 1e-3, IIC: 0.05, Rounds: r.rounds, MinParticipants: len(blocks),
-			NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(time.Minute)})
+		r.link, r.fed = createFederation(t, ts.URL, server.CreateRequest{Name: "e2e: curious server, " + r.name, Scheme: r.scheme, RoundTimeout: server.Duration(time.Minute), Config: protocol.Config{Loss: "logistic", Lambda: 1e-3, IIC: 0.05, Rounds: r.rounds, Clients: len(blocks), NumFeatures: blocks[0].NumFeatures}})
 		if st := fedStatus(t, ts.URL, r.fed.ID); !st.Curious {
 			t.Fatalf("%s: the status does not say that the curious server runs", r.name)
 		}

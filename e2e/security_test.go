@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"net/http"
 	"strings"
 	"testing"
@@ -30,7 +31,7 @@ const page401 = `status of 401`
 func TestPagesUnderCSP(t *testing.T) {
 	ts := startServer(t)
 	name := "e2e: CSP"
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, Rounds: 3, MinParticipants: 2})
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Rounds: 3, Clients: 2}})
 	pages := cspPages(ts, name, link, fed)
 
 	// The headers, on the pages and on the worker's script (a worker's CSP
@@ -178,7 +179,7 @@ func headersOf(t *testing.T, url string) http.Header {
 func TestRefusedTokensSayWhatIsNeeded(t *testing.T) {
 	ts := startServer(t)
 	name := "e2e: refused tokens"
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, Rounds: 3, MinParticipants: 2})
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Rounds: 3, Clients: 2}})
 	_, secret, ok := strings.Cut(link, "&secret=")
 	if !ok {
 		t.Fatalf("join link %s has no &secret=", link)
@@ -247,8 +248,7 @@ func TestDashboardAdmin(t *testing.T) {
 	blocks := loadBlocks(t, "synthetic:300,12", "horizontal:1")
 	ts := startServer(t)
 	name := "e2e: organizer"
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, Lambda: 1e-3, Rounds: 100000, IIC: 0.2, ManualStart: true,
-		MinParticipants: 1, NumFeatures: blocks[0].NumFeatures, RoundTimeout: server.Duration(30 * time.Second)})
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, ManualStart: true, RoundTimeout: server.Duration(30 * time.Second), Config: protocol.Config{Lambda: 1e-3, Rounds: 100000, IIC: 0.2, Clients: 1, NumFeatures: blocks[0].NumFeatures}})
 	startNative(t, link, blocks) // stopped, and so refused, at the end: not waited for
 	waitStatus(t, ts.URL, fed.ID, "the participant to register", 30*time.Second, func(s server.Status) bool { return len(s.Participants) == 1 })
 
@@ -309,7 +309,7 @@ func TestDashboardAdmin(t *testing.T) {
 func TestEventStreamReconnects(t *testing.T) {
 	ts := startServer(t)
 	name := "e2e: reconnect"
-	_, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, Rounds: 3, MinParticipants: 2})
+	_, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Rounds: 3, Clients: 2}})
 	b := newBrowser(t)
 	tb := newTab(t, b)
 	tb.navigate(ts.URL + fed.DashboardPath)

@@ -150,7 +150,7 @@ func TestRetention(t *testing.T) {
 	p := smallData(t)
 	ts := startServer(t, dir)
 	sec := secret.FromSeed(3)
-	l, fed := ts.create(t, CreateRequest{Rounds: 2, IIC: 0.2, MinParticipants: len(p.Blocks), NumFeatures: p.Data.M()}, sec, "bgv")
+	l, fed := ts.create(t, CreateRequest{Config: protocol.Config{Lambda: protocol.DefaultLambda, Rounds: 2, IIC: 0.2, Clients: len(p.Blocks), NumFeatures: p.Data.M()}}, sec, "bgv")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := runAll(ctx, l, blockPtrs(p.Blocks)); err != nil {
@@ -224,7 +224,7 @@ func TestRestartLoadsLazily(t *testing.T) {
 func TestProbePreAuthHello(t *testing.T) {
 	ts := startServerWith(t, t.TempDir(), func(o *Options) { o.HelloLimit = 64 << 10 })
 	sec := secret.FromSeed(2)
-	l, fed := ts.create(t, CreateRequest{Rounds: 3, MinParticipants: 2}, sec, "bgv")
+	l, fed := ts.create(t, CreateRequest{Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Rounds: 3, Clients: 2}}, sec, "bgv")
 	for _, protos := range [][]string{nil, {protocol.SocketProtocol}, {protocol.SocketProtocol, protocol.SocketInvitePrefix + "wrong"}} {
 		ws := rawDial(t, l.SocketURL(), protos, nil)
 		// Nothing sent: the refusal comes first.
@@ -392,7 +392,7 @@ func TestProbeRegistrationsAppend(t *testing.T) {
 	p := smallData(t)
 	ts := startServer(t, dir)
 	sec := secret.FromSeed(3)
-	l, fed := ts.create(t, CreateRequest{Rounds: 2, IIC: 0.2, MinParticipants: len(p.Blocks), NumFeatures: p.Data.M()}, sec, "bgv")
+	l, fed := ts.create(t, CreateRequest{Config: protocol.Config{Lambda: protocol.DefaultLambda, Rounds: 2, IIC: 0.2, Clients: len(p.Blocks), NumFeatures: p.Data.M()}}, sec, "bgv")
 	metaPath := filepath.Join(dir, "federations", fed.ID, "meta.json")
 	before, err := os.ReadFile(metaPath)
 	if err != nil {
@@ -443,7 +443,7 @@ func TestProbeSeeds(t *testing.T) {
 	demo := startServer(t, t.TempDir()) // --insecure-demo
 	var resp CreateResponse
 	const seed = 987654321987 // a number no timestamp or id contains by chance
-	if c := demo.call(t, "POST", "/api/federations", "", CreateRequest{MinParticipants: 2, Rounds: 3, Seed: seed}, &resp); c != 201 {
+	if c := demo.call(t, "POST", "/api/federations", "", CreateRequest{Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Clients: 2, Rounds: 3, Seed: seed}}, &resp); c != 201 {
 		t.Fatalf("seeded create under --insecure-demo: HTTP %d", c)
 	}
 	req, _ := http.NewRequest("GET", demo.http.URL+"/api/federations/"+resp.ID, nil)

@@ -179,7 +179,7 @@ func (s *Server) handleCreate(c echo.Context) error {
 	if len(body) > 1<<20 {
 		return httpError(http.StatusRequestEntityTooLarge, "too-large", "request body over 1 MiB")
 	}
-	var req CreateRequest
+	req := NewCreateRequest() // a field left out keeps its default
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {

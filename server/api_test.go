@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"net/http"
 	"strings"
 	"testing"
@@ -19,8 +20,7 @@ func TestAPI(t *testing.T) {
 	p := smallData(t)
 	ts := startServer(t, t.TempDir())
 	sec := secret.FromSeed(2)
-	l, fed := ts.create(t, CreateRequest{Name: "api test", Lambda: 1e-2, Rounds: 40, IIC: 0.2, Seed: 2,
-		MinParticipants: len(p.Blocks), NumFeatures: p.Data.M(), PStar: 0.25}, sec, "bgv")
+	l, fed := ts.create(t, CreateRequest{Name: "api test", PStar: 0.25, Config: protocol.Config{Lambda: 1e-2, Rounds: 40, IIC: 0.2, Seed: 2, Clients: len(p.Blocks), NumFeatures: p.Data.M()}}, sec, "bgv")
 	if st := ts.status(t, fed.ID); st.Config.PStar != 0.25 {
 		t.Fatalf("status pstar %v, want the 0.25 given at creation (the pages plot the relative loss with it)", st.Config.PStar)
 	}
@@ -39,6 +39,9 @@ func TestAPI(t *testing.T) {
 		{`{"min_participants":2,"rounds":10,"round_timeout":"soon"}`, "soon"},
 		{`{"min_participants":2,"rounds":10,"algo":"fedavg"}`, "fedavg"},
 		{`{"min_participants":2,"rounds":10,"pstar":-0.5}`, "pstar"},
+		// A value given is used as given: no silent default for 0.
+		{`{"min_participants":2,"rounds":10,"lambda":0}`, "lambda"},
+		{`{"min_participants":2,"rounds":10,"iic":0}`, "IIC"},
 	} {
 		var e apiError
 		req, _ := http.NewRequest("POST", ts.http.URL+"/api/federations", strings.NewReader(tc.body))
@@ -53,6 +56,14 @@ func TestAPI(t *testing.T) {
 		if resp.StatusCode != 400 || !strings.Contains(e.Error, tc.want) {
 			t.Errorf("%s: HTTP %d %q, want 400 naming %q", tc.body, resp.StatusCode, e.Error, tc.want)
 		}
+	}
+	// A field left out takes protocol.Defaults.
+	var made CreateResponse
+	if code := ts.call(t, "POST", "/api/federations", testCreateToken, map[string]any{"min_participants": 2}, &made); code != 201 {
+		t.Fatalf("create with defaults: HTTP %d", code)
+	}
+	if c, d := ts.status(t, made.ID).Config, protocol.Defaults(); c.Lambda != d.Lambda || c.IIC != d.IIC || c.Rounds != d.Rounds || c.Step != d.Step || c.Loss != d.Loss {
+		t.Fatalf("a request without settings made %+v, want the defaults %+v", c.Config, d)
 	}
 	if code := ts.call(t, "GET", "/api/federations/nosuch", "", nil, &apiError{}); code != 404 {
 		t.Fatalf("unknown federation: HTTP %d", code)
@@ -189,7 +200,7 @@ func TestPlaintextNeedsInsecureDemo(t *testing.T) {
 	sec := secret.FromSeed(4)
 	for _, insecure := range []bool{false, true} {
 		ts := startServerWith(t, t.TempDir(), func(o *Options) { o.InsecureDemo = insecure })
-		req := CreateRequest{Rounds: 3, MinParticipants: 2, Scheme: "plaintext", Fingerprint: sec.Fingerprint()}
+		req := CreateRequest{Scheme: "plaintext", Fingerprint: sec.Fingerprint(), Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Rounds: 3, Clients: 2}}
 		var resp CreateResponse
 		var e apiError
 		out := any(&resp)
@@ -222,7 +233,7 @@ func TestPlaintextNeedsInsecureDemo(t *testing.T) {
 func (ts *testServer) mustCreateBGV(t *testing.T, sec secret.Secret) string {
 	t.Helper()
 	var resp CreateResponse
-	if code := ts.call(t, "POST", "/api/federations", "", CreateRequest{Rounds: 3, MinParticipants: 2, Fingerprint: sec.Fingerprint()}, &resp); code != 201 {
+	if code := ts.call(t, "POST", "/api/federations", "", CreateRequest{Fingerprint: sec.Fingerprint(), Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Rounds: 3, Clients: 2}}, &resp); code != 201 {
 		t.Fatalf("create: HTTP %d", code)
 	}
 	return resp.ID

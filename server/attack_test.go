@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"math"
 	"net/url"
 	"slices"
@@ -32,7 +33,7 @@ func curiousServer(t *testing.T) *testServer {
 }
 
 func attackRequest(rounds int) CreateRequest {
-	return CreateRequest{Loss: "logistic", Lambda: 1e-3, IIC: 0.2, Rounds: rounds, Seed: 4, MinParticipants: 4, NumFeatures: 40}
+	return CreateRequest{Config: protocol.Config{Loss: "logistic", Lambda: 1e-3, IIC: 0.2, Rounds: rounds, Seed: 4, Clients: 4, NumFeatures: 40}}
 }
 
 // waitAttack polls GET .../attack until every participant has a

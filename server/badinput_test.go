@@ -119,7 +119,7 @@ func header(js string) []byte {
 // received holds no plaintext data or sealed value.
 func TestBadMessagesChangeNothing(t *testing.T) {
 	p := smallData(t)
-	o := experiment.Options{Partition: "grid:3,2", Lambda: 1e-2, Fraction: 1, Rounds: 12, IIC: 0.2, Seed: 3, PStar: 1}
+	o := experiment.Options{Partition: "grid:3,2", Seed: 3, PStar: 1, Config: protocol.Config{Lambda: 1e-2, Fraction: 1, Rounds: 12, IIC: 0.2}}
 	var want []protocol.RoundMetrics
 	if _, err := experiment.RunPreparedWithHistory(context.Background(), p, o, &want); err != nil {
 		t.Fatal(err)
@@ -135,8 +135,7 @@ func TestBadMessagesChangeNothing(t *testing.T) {
 		}
 	})
 	sec := secret.FromSeed(o.Seed)
-	l, fed := ts.create(t, CreateRequest{Lambda: o.Lambda, Rounds: o.Rounds, IIC: o.IIC, Seed: uint64(o.Seed),
-		MinParticipants: len(p.Blocks), NumFeatures: p.Data.M()}, sec, "bgv")
+	l, fed := ts.create(t, CreateRequest{Config: protocol.Config{Lambda: o.Lambda, Rounds: o.Rounds, IIC: o.IIC, Seed: uint64(o.Seed), Clients: len(p.Blocks), NumFeatures: p.Data.M()}}, sec, "bgv")
 	scheme, _ := seal.ByName("bgv")
 	med := &meddler{scheme: scheme, done: map[string]bool{}}
 	base := dialer()
@@ -329,15 +328,14 @@ func expectError(t *testing.T, ws *websocket.Conn, code string) {
 // nothing had happened.
 func TestRefusedConnections(t *testing.T) {
 	p := smallData(t)
-	o := experiment.Options{Partition: "grid:3,2", Lambda: 1e-2, Fraction: 1, Rounds: 5, IIC: 0.2, Seed: 3, PStar: 1}
+	o := experiment.Options{Partition: "grid:3,2", Seed: 3, PStar: 1, Config: protocol.Config{Lambda: 1e-2, Fraction: 1, Rounds: 5, IIC: 0.2}}
 	var want []protocol.RoundMetrics
 	if _, err := experiment.RunPreparedWithHistory(context.Background(), p, o, &want); err != nil {
 		t.Fatal(err)
 	}
 	ts := startServerWith(t, t.TempDir(), func(opt *Options) { opt.Limits.MaxBytes, opt.HelloLimit = 1<<20, 256<<10 })
 	sec := secret.FromSeed(o.Seed)
-	l, fed := ts.create(t, CreateRequest{Lambda: o.Lambda, Rounds: o.Rounds, IIC: o.IIC, Seed: uint64(o.Seed),
-		MinParticipants: len(p.Blocks), NumFeatures: p.Data.M()}, sec, "bgv")
+	l, fed := ts.create(t, CreateRequest{Config: protocol.Config{Lambda: o.Lambda, Rounds: o.Rounds, IIC: o.IIC, Seed: uint64(o.Seed), Clients: len(p.Blocks), NumFeatures: p.Data.M()}}, sec, "bgv")
 	scheme, _ := seal.ByName("bgv")
 	hello := func(s secret.Secret, b *partition.Block) []byte {
 		part, err := protocol.NewParticipant(b, s, nil)

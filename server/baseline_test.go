@@ -39,9 +39,8 @@ func TestBaselinesOverWebsockets(t *testing.T) {
 			}
 			// The same federation in process, over the memory transport.
 			var want []float64
-			o := experiment.Options{Algo: tc.algo, Loss: lossName, Lambda: lambda, Rounds: rounds, Inner: inner, StepA: a, StepB: b,
-				Mu: tc.mu, Fraction: fraction, Seed: seed, Plaintext: true, PStar: 1,
-				Script: func(_ *protocol.Memory, c *protocol.Coordinator) { want = append(want[:0], c.W()...) }}
+			o := experiment.Options{Seed: seed, Plaintext: true, PStar: 1,
+				Script: func(_ *protocol.Memory, c *protocol.Coordinator) { want = append(want[:0], c.W()...) }, Config: protocol.Config{Algo: tc.algo, Loss: lossName, Lambda: lambda, Rounds: rounds, Inner: inner, StepA: a, StepB: b, Mu: tc.mu, Fraction: fraction}}
 			if tc.algo == fedhybrid.Name {
 				o.Mode = "mixed"
 			}
@@ -51,9 +50,7 @@ func TestBaselinesOverWebsockets(t *testing.T) {
 			if len(want) != p.Data.M() {
 				t.Fatalf("the in-process run's model has %d weights, want %d", len(want), p.Data.M())
 			}
-			req := CreateRequest{Name: tc.algo, Algo: tc.algo, Loss: lossName, Lambda: lambda, Rounds: rounds,
-				Inner: inner, StepA: a, StepB: b, Mu: tc.mu, Fraction: fraction, Seed: seed, MinParticipants: len(p.Blocks),
-				NumFeatures: p.Data.M()}
+			req := CreateRequest{Name: tc.algo, Config: protocol.Config{Algo: tc.algo, Loss: lossName, Lambda: lambda, Rounds: rounds, Inner: inner, StepA: a, StepB: b, Mu: tc.mu, Fraction: fraction, Seed: seed, Clients: len(p.Blocks), NumFeatures: p.Data.M()}}
 			if tc.algo == fedhybrid.Name {
 				req.Mode = "mixed"
 			}

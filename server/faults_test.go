@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -70,8 +71,8 @@ func TestTenthDropEveryRound(t *testing.T) {
 	}
 	ts := startServer(t, t.TempDir())
 	sec := secret.FromSeed(9)
-	l, fed := ts.create(t, CreateRequest{Lambda: lambda, Rounds: 400, IIC: 0.3, Seed: 9, MinParticipants: len(p.Blocks),
-		RoundTimeout: Duration(10 * time.Second)}, sec, "bgv")
+	l, fed := ts.create(t, CreateRequest{
+		RoundTimeout: Duration(10 * time.Second), Config: protocol.Config{Lambda: lambda, Rounds: 400, IIC: 0.3, Seed: 9, Clients: len(p.Blocks)}}, sec, "bgv")
 	var drops atomic.Int64
 	var calm atomic.Bool
 	var mu sync.Mutex

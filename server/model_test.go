@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"io"
 	"math"
 	"net/http"
@@ -45,8 +46,7 @@ func TestModelDownload(t *testing.T) {
 	p := smallData(t)
 	ts := startServer(t, t.TempDir())
 	const rounds = 8
-	l, fed := ts.create(t, CreateRequest{Name: "model", Lambda: 1e-2, Rounds: rounds, IIC: 0.2, Seed: 3, PStar: 0.25,
-		MinParticipants: len(p.Blocks), NumFeatures: p.Data.M()}, secret.FromSeed(3), "plaintext")
+	l, fed := ts.create(t, CreateRequest{Name: "model", PStar: 0.25, Config: protocol.Config{Lambda: 1e-2, Rounds: rounds, IIC: 0.2, Seed: 3, Clients: len(p.Blocks), NumFeatures: p.Data.M()}}, secret.FromSeed(3), "plaintext")
 	base := "/api/federations/" + fed.ID + "/model"
 
 	if code, _, b := ts.download(t, base+"?format=liblinear", fed.AdminToken); code != http.StatusConflict || !strings.Contains(string(b), "training has not started") {

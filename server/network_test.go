@@ -18,16 +18,15 @@ func TestNetworkRunMatchesExperiment(t *testing.T) {
 	p := smallData(t)
 	for _, scheme := range []string{"bgv", "plaintext"} {
 		t.Run(scheme, func(t *testing.T) {
-			o := experiment.Options{Partition: "grid:3,2", Lambda: 1e-2, Fraction: 0.7, Rounds: 25, IIC: 0.2, Seed: 3,
-				PStar: 1, Plaintext: scheme == "plaintext"}
+			o := experiment.Options{Partition: "grid:3,2", Seed: 3,
+				PStar: 1, Plaintext: scheme == "plaintext", Config: protocol.Config{Lambda: 1e-2, Fraction: 0.7, Rounds: 25, IIC: 0.2}}
 			var want []protocol.RoundMetrics
 			if _, err := experiment.RunPreparedWithHistory(context.Background(), p, o, &want); err != nil {
 				t.Fatal(err)
 			}
 			ts := startServer(t, t.TempDir())
 			sec := secret.FromSeed(o.Seed)
-			l, fed := ts.create(t, CreateRequest{Lambda: o.Lambda, Fraction: o.Fraction, Rounds: o.Rounds, IIC: o.IIC,
-				Seed: uint64(o.Seed), MinParticipants: len(p.Blocks), NumFeatures: p.Data.M()}, sec, scheme)
+			l, fed := ts.create(t, CreateRequest{Config: protocol.Config{Lambda: o.Lambda, Fraction: o.Fraction, Rounds: o.Rounds, IIC: o.IIC, Seed: uint64(o.Seed), Clients: len(p.Blocks), NumFeatures: p.Data.M()}}, sec, scheme)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			res, err := runAll(ctx, l, blockPtrs(p.Blocks))

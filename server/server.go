@@ -246,34 +246,18 @@ func (s *Server) all() []*federation {
 	return out
 }
 
-// CreateRequest is the body of POST /api/federations.
+// CreateRequest is the body of POST /api/federations: the federation's
+// protocol.Config (its JSON fields inline: algo, loss, lambda, rounds,
+// fraction, inner, iic, min_participants, ...) and what only the server
+// keeps. The API starts a request from NewCreateRequest, so a field left
+// out of the JSON keeps its default, while a value given is used as
+// given (lambda 0 is refused, not replaced).
 type CreateRequest struct {
 	Name   string `json:"name"`
-	Algo   string `json:"algo"`   // hyfdca (default), fedavg, hyfem-avg, hyfem-prox or fedhybrid
 	Scheme string `json:"scheme"` // bgv (default) or plaintext
-
-	Step     string  `json:"step"`
-	Search   string  `json:"search"`
-	Estimate string  `json:"estimate"`
-	Loss     string  `json:"loss"`
-	Lambda   float64 `json:"lambda"`
-	// BiasFeature and BiasValue declare a feature every sample holds with
-	// the same value (protocol.Config; bias_value 0: none).
-	BiasFeature int     `json:"bias_feature,omitempty"`
-	BiasValue   float64 `json:"bias_value,omitempty"`
-	Rounds      int     `json:"rounds"`
-	Fraction    float64 `json:"fraction"`
-	Inner       int     `json:"inner"`
-	IIC         float64 `json:"iic"`
-	Gamma       float64 `json:"gamma"`
-	Seed        uint64  `json:"seed"`
-
-	// MinParticipants is how many registrations start the federation
-	// (unless ManualStart: then the organizer starts it).
-	MinParticipants int      `json:"min_participants"`
-	ManualStart     bool     `json:"manual_start"`
-	RoundTimeout    Duration `json:"round_timeout"`
-	NumFeatures     int      `json:"num_features"`
+	protocol.Config
+	ManualStart  bool     `json:"manual_start"` // the organizer starts it, not the last registration
+	RoundTimeout Duration `json:"round_timeout"`
 	// Fingerprint is the key fingerprint of the organizer's secret: only
 	// participants holding that secret are admitted.
 	Fingerprint string `json:"fingerprint"`
@@ -282,18 +266,10 @@ type CreateRequest struct {
 	// optimum the pages measure the relative loss (P-P*)/P* by; without
 	// it they show the relative duality gap, an upper bound of it.
 	PStar float64 `json:"pstar,omitempty"`
-	// SealPrimal seals the primal contributions too: the server then sees
-	// only their sum over participants (protocol.Config.SealPrimal).
-	SealPrimal bool `json:"seal_primal,omitempty"`
-	// StepA, StepB and Mu configure the averaging baselines (algo fedavg,
-	// hyfem-avg, hyfem-prox): local step a/(b+sqrt(t)), HyFEM-Prox's mu.
-	StepA float64 `json:"step_a,omitempty"`
-	StepB float64 `json:"step_b,omitempty"`
-	Mu    float64 `json:"mu,omitempty"`
-	// Mode is FedHybrid's update type: newton (default), gradient or
-	// mixed; StepA and StepB are then its a_i and b_i (0: defaults).
-	Mode string `json:"mode,omitempty"`
 }
+
+// NewCreateRequest returns a request with protocol.Defaults.
+func NewCreateRequest() CreateRequest { return CreateRequest{Config: protocol.Defaults()} }
 
 // CreateResponse is what creating a federation returns. The tokens are
 // shown once; the server keeps only their hashes.
@@ -324,9 +300,6 @@ func (e errQuota) Error() string { return e.msg }
 
 // create sets up a federation made by creator (a hash).
 func (s *Server) create(req CreateRequest, creator string) (*CreateResponse, error) {
-	if req.Algo == "" {
-		req.Algo = protocol.AlgoHyFDCA
-	}
 	if req.Scheme == "" {
 		req.Scheme = "bgv"
 	}
@@ -337,11 +310,11 @@ func (s *Server) create(req CreateRequest, creator string) (*CreateResponse, err
 	if scheme.Name() == "plaintext" && !s.opt.InsecureDemo {
 		return nil, errors.New("scheme plaintext: this server refuses federations without encryption (the server could read every dual value and inner product); start it with --insecure-demo to demonstrate that, with demo data only")
 	}
-	if req.MinParticipants < 1 {
-		return nil, fmt.Errorf("min_participants %d: at least 1", req.MinParticipants)
+	if req.Clients < 1 {
+		return nil, fmt.Errorf("min_participants %d: at least 1", req.Clients)
 	}
-	if req.MinParticipants > s.opt.MaxParticipants {
-		return nil, fmt.Errorf("min_participants %d: this server admits at most %d per federation", req.MinParticipants, s.opt.MaxParticipants)
+	if req.Clients > s.opt.MaxParticipants {
+		return nil, fmt.Errorf("min_participants %d: this server admits at most %d per federation", req.Clients, s.opt.MaxParticipants)
 	}
 	if req.RoundTimeout == 0 {
 		req.RoundTimeout = Duration(time.Minute)
@@ -361,17 +334,7 @@ func (s *Server) create(req CreateRequest, creator string) (*CreateResponse, err
 	if req.Seed != 0 && !s.opt.InsecureDemo {
 		return nil, errors.New("seed: a seeded federation's secret can be derived from its seed (hyfed create --seed); this server refuses them (start it with --insecure-demo to run reproducible demonstrations)")
 	}
-	if req.Inner == 0 && req.IIC == 0 {
-		req.IIC = 0.2
-	}
-	cfg := protocol.Config{Lambda: req.Lambda, Loss: req.Loss, Step: req.Step, Inner: req.Inner, IIC: req.IIC,
-		Gamma: req.Gamma, Fraction: req.Fraction, Rounds: req.Rounds, Search: req.Search, Estimate: req.Estimate,
-		Seed: req.Seed, Clients: req.MinParticipants, NumFeatures: req.NumFeatures, SealPrimal: req.SealPrimal,
-		Algo: req.Algo, StepA: req.StepA, StepB: req.StepB, Mu: req.Mu, Mode: req.Mode,
-		BiasFeature: req.BiasFeature, BiasValue: req.BiasValue}
-	if cfg.Lambda == 0 {
-		cfg.Lambda = 1e-3
-	}
+	cfg := req.Config
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -379,7 +342,7 @@ func (s *Server) create(req CreateRequest, creator string) (*CreateResponse, err
 		return nil, fmt.Errorf("rounds %d: at least 1", cfg.Rounds)
 	}
 	admin, viewer, invite := newToken(24), newToken(18), newToken(18)
-	m := meta{ID: strings.ToLower(newToken(9)), Name: req.Name, Created: time.Now().UTC(), Algo: req.Algo,
+	m := meta{ID: strings.ToLower(newToken(9)), Name: req.Name, Created: time.Now().UTC(), Algo: cfg.Algo,
 		Scheme: scheme.Name(), Config: cfg, Fingerprint: req.Fingerprint, RoundTimeout: req.RoundTimeout,
 		AutoStart: !req.ManualStart, AdminHash: hashToken(admin), ViewerHash: hashToken(viewer),
 		InviteHash: hashToken(invite), Demo: req.Demo, PStar: req.PStar, Creator: creator}
@@ -432,28 +395,15 @@ type ParticipantView struct {
 	Active   bool   `json:"active"`
 }
 
-// ConfigView is the public configuration.
+// ConfigView is a federation's configuration as its status shows it: the
+// protocol.Config without the seed (a seeded federation's secret derives
+// from it) and the server's own settings.
 type ConfigView struct {
-	Algo            string  `json:"algo"`
-	Scheme          string  `json:"scheme"`
-	Step            string  `json:"step"`
-	Search          string  `json:"search"`
-	Loss            string  `json:"loss"`
-	Lambda          float64 `json:"lambda"`
-	Rounds          int     `json:"rounds"`
-	Fraction        float64 `json:"fraction"`
-	Inner           int     `json:"inner"`
-	IIC             float64 `json:"iic"`
-	MinParticipants int     `json:"min_participants"`
-	ManualStart     bool    `json:"manual_start"`
-	RoundTimeout    string  `json:"round_timeout"`
-	NumFeatures     int     `json:"num_features"`
-	PStar           float64 `json:"pstar,omitempty"` // the organizer's known optimum, if given
-	SealPrimal      bool    `json:"seal_primal,omitempty"`
-	StepA           float64 `json:"step_a,omitempty"`
-	StepB           float64 `json:"step_b,omitempty"`
-	Mu              float64 `json:"mu,omitempty"`
-	Mode            string  `json:"mode,omitempty"`
+	protocol.Config
+	Scheme       string  `json:"scheme"`
+	ManualStart  bool    `json:"manual_start"`
+	RoundTimeout string  `json:"round_timeout"`
+	PStar        float64 `json:"pstar,omitempty"` // the organizer's known optimum, if given
 }
 
 // Status is GET /api/federations/{id}.
@@ -511,15 +461,10 @@ func participantState(ci protocol.ClientInfo, ended bool) string {
 func (f *federation) status() Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	cfg := f.coord.Config()
 	st := Status{ID: f.meta.ID, Name: f.meta.Name, Created: f.meta.Created, State: f.stateLocked(), Error: f.broken, Demo: f.meta.Demo,
 		Insecure: f.meta.Scheme == "plaintext",
-		Config: ConfigView{Algo: f.meta.Algo, Scheme: f.meta.Scheme, Step: cfg.Step, Search: cfg.Search, Loss: cfg.Loss,
-			Lambda: cfg.Lambda, Rounds: cfg.Rounds, Fraction: cfg.Fraction, Inner: cfg.Inner, IIC: cfg.IIC,
-			MinParticipants: cfg.Clients, ManualStart: !f.meta.AutoStart, RoundTimeout: time.Duration(f.meta.RoundTimeout).String(),
-			NumFeatures: cfg.NumFeatures, PStar: f.meta.PStar, SealPrimal: cfg.SealPrimal,
-			StepA: cfg.StepA, StepB: cfg.StepB, Mu: cfg.Mu, Mode: cfg.Mode},
-		Round: f.coord.Round(), Phase: f.coord.Phase(), Samples: f.coord.NumTrain(),
+		Config:   configView(f.coord.Config(), f.meta),
+		Round:    f.coord.Round(), Phase: f.coord.Phase(), Samples: f.coord.NumTrain(),
 		Participants: []ParticipantView{}, History: []*MetricsView{},
 		WireIn: f.wireIn.Load(), WireOut: f.wireOut.Load(), Curious: f.attack != nil}
 	infos := f.coord.Clients()
@@ -582,4 +527,11 @@ func (s *Server) HTTPServer() *http.Server {
 // new ones wait in the kernel's queue.
 func (s *Server) Listener(ln net.Listener) net.Listener {
 	return netutil.LimitListener(ln, s.opt.MaxConns)
+}
+
+// configView is what the status shows of a federation's configuration.
+func configView(cfg protocol.Config, m meta) ConfigView {
+	cfg.Seed = 0
+	return ConfigView{Config: cfg, Scheme: m.Scheme, ManualStart: !m.AutoStart,
+		RoundTimeout: time.Duration(m.RoundTimeout).String(), PStar: m.PStar}
 }

@@ -169,8 +169,7 @@ func testViews(t *testing.T, scheme string, sealPrimal bool) {
 	ts := startServer(t, t.TempDir())
 	sec := secret.FromSeed(5)
 	const rounds = 12
-	l, fed := ts.create(t, CreateRequest{Name: "views " + scheme, Lambda: 1e-2, Rounds: rounds, IIC: 0.2, Seed: 5,
-		MinParticipants: len(p.Blocks), NumFeatures: p.Data.M(), SealPrimal: sealPrimal}, sec, scheme)
+	l, fed := ts.create(t, CreateRequest{Name: "views " + scheme, Config: protocol.Config{Lambda: 1e-2, Rounds: rounds, IIC: 0.2, Seed: 5, Clients: len(p.Blocks), NumFeatures: p.Data.M(), SealPrimal: sealPrimal}}, sec, scheme)
 
 	for _, path := range []string{"/model", "/server-view"} {
 		if code := ts.call(t, "GET", "/api/federations/nosuch"+path, "", nil, &apiError{}); code != 404 {

@@ -23,11 +23,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	df.register(fs, "fashion-mnist")
 	var o experiment.Options
 	fs.StringVar(&o.Partition, "partition", "quadrants:2", "partition")
-	fs.StringVar(&o.Step, "step", protocol.StepBlock, "step rule: block, hyfed or paper")
-	fs.Float64Var(&o.Lambda, "lambda", 1e-3, "lambda")
-	fs.Float64Var(&o.IIC, "iic", 0.2, "inner iterations constant")
-	fs.Float64Var(&o.Fraction, "fraction", 1, "fraction")
-	fs.IntVar(&o.Rounds, "rounds", 5, "rounds to time")
+	configFlags(fs, &o.Config)
+	// Fewer rounds than a run's default: only their time is measured.
+	fs.Lookup("rounds").DefValue, o.Rounds = "5", 5
 	sealOnly := fs.Bool("seal-only", false, "only the per-value costs of the sealing scheme")
 	reps := fs.Int("reps", 3, "alternating encrypted/plaintext runs; medians are printed")
 	if err := parse(fs, args); err != nil {

@@ -93,9 +93,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	req := server.CreateRequest{Name: "bench", Algo: *algo, Lambda: 1e-3, Rounds: *rounds, IIC: 0.2,
-		MinParticipants: len(p.Blocks), Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(10 * time.Minute),
-		SealPrimal: *sealPrimal}
+	req := server.CreateRequest{Name: "bench", Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(10 * time.Minute), Config: protocol.Config{Algo: *algo, Lambda: protocol.DefaultLambda, Rounds: *rounds, IIC: protocol.DefaultIIC, Clients: len(p.Blocks), SealPrimal: *sealPrimal}}
 	if *algo == protocol.AlgoHyFDCA {
 		req.Step = *step
 	}

@@ -45,20 +45,10 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	df.register(fs, "fashion-mnist")
 	var o experiment.Options
 	fs.StringVar(&o.Partition, "partition", "quadrants:2", "partition: quadrants:K, grid:K,Q, horizontal:K or vertical:Q")
-	fs.StringVar(&o.Step, "step", protocol.StepBlock, "step rule: block (exact group solves from sealed Grams), hyfed (the earlier default) or paper (Algorithm 5 as published)")
-	fs.StringVar(&o.Search, "search", "", "step size: dual (the dual's maximiser; block's default) or primal (smallest primal keeping half the dual gain; hyfed's default)")
-	fs.StringVar(&o.Estimate, "estimate", "meanfield", "hyfed local estimate of the other holders' share: meanfield or holders (|B_n| x own)")
-	fs.StringVar(&o.Loss, "loss", "hinge", "loss: hinge or logistic")
-	fs.Float64Var(&o.Lambda, "lambda", 1e-3, "L2 regularization lambda")
-	fs.Float64Var(&o.Fraction, "fraction", 1, "probability that a client is active in a round")
-	fs.IntVar(&o.Rounds, "rounds", 100, "rounds to run")
-	fs.IntVar(&o.Inner, "inner", 0, "H, samples updated per client (paper) or per sample group (hyfed) each round; overrides --iic")
-	fs.Float64Var(&o.IIC, "iic", 0.2, "inner iterations constant: H = ceil(IIC * N / clients)")
-	fs.Float64Var(&o.Gamma, "gamma", 1, "update scale of the paper step rule")
+	configFlags(fs, &o.Config)
 	fs.Int64Var(&o.Seed, "seed", 1, "seed of participation draws, picks and the experiment's secret")
 	fs.Float64Var(&o.PStar, "pstar", 0, "centralized optimum P* (default: computed with the central solver)")
 	fs.StringVar(&o.Metrics, "metrics", "", "write one CSV row per round to this file")
-	fs.BoolVar(&o.SealPrimal, "seal-primal", false, "seal the primal contributions too (hat_w_k and its changes): the server sees only their sum")
 	fs.BoolVar(&o.Plaintext, "plaintext", false, "seal nothing: dual values and inner products travel in plaintext (for comparison; the default encrypts with BGV)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	modelPath := fs.String("model", "", modelUsage)
@@ -86,7 +76,7 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return err
 		}
 	}
-	if o.Algo != "" {
+	if o.Baseline() {
 		return printBaselineSummary(stdout, s, o.Algo)
 	}
 	return printJSON(stdout, s)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -109,8 +110,7 @@ func cmpGrid(quick bool, sparse string) []cmpSetting {
 func hyfdcaAlgo(lambda float64) cmpAlgo {
 	return cmpAlgo{Name: "hyfdca", Params: []cmpParam{{"iic", 0.02, 1}}, Applies: func(string) bool { return true },
 		Run: func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error) {
-			return runPoints(ctx, p, experiment.Options{Data: s.Data, Partition: s.Partition, Lambda: lambda, Fraction: s.Fraction,
-				Rounds: rounds, IIC: params["iic"], Seed: seed, Plaintext: true, Loss: s.Loss})
+			return runPoints(ctx, p, experiment.Options{Data: s.Data, Partition: s.Partition, Seed: seed, Plaintext: true, Config: protocol.Config{Lambda: lambda, Fraction: s.Fraction, Rounds: rounds, IIC: params["iic"], Loss: s.Loss}})
 		}}
 }
 
@@ -145,7 +145,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	budget := fs.Int("budget", 5, "random-search candidates per algorithm and setting (the HyFDCA paper's supplement, sec. 2.3: log-uniform)")
 	algos := fs.String("algos", "", "comma-separated algorithms (default: all)")
 	sparse := fs.String("sparse", defaultSparse, "the sparse text-like data set (synthetic:N,M,density,noise,seed, or a LIBSVM file)")
-	lambda := fs.Float64("lambda", 1e-3, "L2 regularization lambda")
+	lambda := fs.Float64("lambda", protocol.DefaultLambda, "L2 regularization lambda")
 	out := fs.String("out", "compare-out", "folder for comparison.md and the SVG plots")
 	seed := fs.Int64("seed", 1, "seed of the searches and runs")
 	custom := fs.String("grid", "", "settings instead of the paper's grid: DATA|PARTITION|FRACTION[|LOSS];... (e.g. 'synthetic:600,20|grid:2,2|0.5')")
@@ -432,8 +432,7 @@ func fedHybridAlgo(lambda float64) cmpAlgo {
 	return cmpAlgo{Name: fedhybrid.Name, Params: []cmpParam{{"mu", 1e-4, 10}},
 		Applies: func(partition string) bool { return strings.HasPrefix(partition, "horizontal:") },
 		Run: func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error) {
-			return runPoints(ctx, p, experiment.Options{Data: s.Data, Partition: s.Partition, Algo: fedhybrid.Name, Mode: "newton",
-				Loss: s.Loss, Lambda: lambda, Mu: params["mu"], Fraction: s.Fraction, Rounds: rounds, Inner: 1, Seed: seed, Plaintext: true})
+			return runPoints(ctx, p, experiment.Options{Data: s.Data, Partition: s.Partition, Seed: seed, Plaintext: true, Config: protocol.Config{Algo: fedhybrid.Name, Mode: "newton", Loss: s.Loss, Lambda: lambda, Mu: params["mu"], Fraction: s.Fraction, Rounds: rounds, Inner: 1}})
 		}}
 }
 
@@ -449,8 +448,7 @@ func baselineAlgo(name string, lambda float64) cmpAlgo {
 		Run: func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error) {
 			h := experiment.InnerFor(params["iic"], p.Data.NumTrain(), len(p.Blocks))
 			h = min(h, 100000) // a huge H is a candidate the search should drop, not a stall
-			return runPoints(ctx, p, experiment.Options{Data: s.Data, Partition: s.Partition, Algo: name, Loss: s.Loss, Lambda: lambda,
-				StepA: params["a"], StepB: params["b"], Mu: params["mu"], Fraction: s.Fraction, Rounds: rounds, Inner: h, Seed: seed,
-				Plaintext: true})
+			return runPoints(ctx, p, experiment.Options{Data: s.Data, Partition: s.Partition, Seed: seed,
+				Plaintext: true, Config: protocol.Config{Algo: name, Loss: s.Loss, Lambda: lambda, StepA: params["a"], StepB: params["b"], Mu: params["mu"], Fraction: s.Fraction, Rounds: rounds, Inner: h}})
 		}}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"io"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ func TestServeCuriousFlag(t *testing.T) {
 			}()
 			base, token := serveLines(t, pr)
 			var resp server.CreateResponse
-			if err := postJSON(ctx, base+"/api/federations", token, server.CreateRequest{MinParticipants: 2, Rounds: 3}, &resp); err != nil {
+			if err := postJSON(ctx, base+"/api/federations", token, server.CreateRequest{Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Clients: 2, Rounds: 3}}, &resp); err != nil {
 				t.Fatal(err)
 			}
 			var st server.Status

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"io"
 	"net/http"
 	"os"
@@ -257,8 +258,7 @@ func TestDemoConvergesForEverySeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for seed := int64(1); seed <= 5; seed++ {
-		s, err := experiment.RunPrepared(context.Background(), p, experiment.Options{Partition: demoPartition, Lambda: demoLambda,
-			IIC: demoIIC, Rounds: 99, Seed: seed, Plaintext: true, PStar: r.Primal})
+		s, err := experiment.RunPrepared(context.Background(), p, experiment.Options{Partition: demoPartition, Seed: seed, Plaintext: true, PStar: r.Primal, Config: protocol.Config{Lambda: demoLambda, IIC: demoIIC, Rounds: 99}})
 		if err != nil {
 			t.Fatal(err)
 		}

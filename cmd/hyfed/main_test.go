@@ -105,6 +105,7 @@ func TestBadInvocations(t *testing.T) {
 		{"experiment", "--rounds", "x"},
 		{"experiment", "--data", "synthetic:100,5", "--partition", "grid:1", "--quiet"},
 		{"experiment", "--data", "/no/such/file.libsvm", "--quiet"},
+		{"experiment", "--data", "synthetic:100,5", "--lambda", "0", "--quiet"}, // refused, as create refuses it
 		{"central", "stray"},
 		{"partition", "--format", "xml"},
 	} {

@@ -171,10 +171,17 @@ func TestCentralModelAndPredictErrors(t *testing.T) {
 			t.Errorf("hyfed %s: exit %d %q, want %q", strings.Join(args, " "), code, errOut, tc.want)
 		}
 	}
-	// In-process baselines hand out no model.
-	_, errOut, code := runCLI(t, "experiment", "--data", "synthetic:100,4", "--algo", "fedavg", "--step-a", "1", "--model", path)
-	if code == 0 || !strings.Contains(errOut, "--model: not with --algo fedavg") {
+	// A baseline runs as a federation in process and hands out its model
+	// too, with its algorithm in the sidecar.
+	fedavg := filepath.Join(dir, "fedavg.model")
+	_, errOut, code := runCLI(t, "experiment", "--data", "synthetic:100,4", "--partition", "grid:2,2", "--algo", "fedavg", "--step-a", "1",
+		"--rounds", "5", "--quiet", "--model", fedavg)
+	if code != 0 {
 		t.Fatalf("baseline with --model: exit %d %q", code, errOut)
+	}
+	_, info, err = model.ReadFiles(fedavg)
+	if err != nil || info == nil || info.Algorithm != "fedavg" {
+		t.Fatalf("the baseline's model sidecar: %+v, %v", info, err)
 	}
 }
 

@@ -53,24 +53,14 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&r.StepB, "step-b", 0, "fedavg/hyfem: b of the local step a/(b+sqrt(t)). fedhybrid: every b_i (0: defaults)")
 	fs.Float64Var(&r.Mu, "mu", 0, "hyfem-prox: weight of the proximal term mu ||w_k - w||^2; fedhybrid: the penalty of the augmented Lagrangian (required)")
 	fs.StringVar(&r.Mode, "mode", "", "fedhybrid: newton (default), gradient or mixed updates")
-	fs.StringVar(&r.Step, "step", protocol.StepBlock, "step rule: block, hyfed or paper")
-	fs.StringVar(&r.Search, "search", "", "step size: dual or primal (default: the step rule's)")
-	fs.StringVar(&r.Estimate, "estimate", "meanfield", "hyfed local estimate: meanfield or holders")
-	fs.StringVar(&r.Loss, "loss", "hinge", "loss: hinge or logistic")
-	fs.Float64Var(&r.Lambda, "lambda", 1e-3, "L2 regularization lambda")
+	configFlags(fs, &r.Config)
 	fs.IntVar(&r.BiasFeature, "bias-feature", 0, "a feature (0-based) every sample holds with the value --bias-value: the data's bias (the block step enters its part of the Grams exactly)")
 	fs.Float64Var(&r.BiasValue, "bias-value", 0, "the bias feature's value (0: the data has none)")
-	fs.IntVar(&r.Rounds, "rounds", 100, "rounds to run")
-	fs.Float64Var(&r.Fraction, "fraction", 1, "probability that a connected participant is active in a round (1: whoever is ready)")
-	fs.IntVar(&r.Inner, "inner", 0, "H per round; overrides --iic")
-	fs.Float64Var(&r.IIC, "iic", 0.2, "inner iterations constant: H = ceil(IIC * N / participants)")
-	fs.Float64Var(&r.Gamma, "gamma", 1, "update scale of the paper step rule")
-	fs.IntVar(&r.MinParticipants, "min-participants", 2, "registrations that start the federation")
+	fs.IntVar(&r.Clients, "min-participants", 2, "registrations that start the federation")
 	fs.BoolVar(&r.ManualStart, "manual-start", false, "wait for the organizer's start (POST .../start) instead of --min-participants")
 	fs.DurationVar(&f.timeout, "round-timeout", time.Minute, "a phase that waits longer for replies goes on with whoever answered")
 	fs.IntVar(&r.NumFeatures, "num-features", 0, "feature count every block must have (0: whatever the first participant has)")
 	fs.Float64Var(&r.PStar, "pstar", 0, "the known optimum P* (hyfed central on pooled data, for experiments): the pages then plot the relative loss")
-	fs.BoolVar(&r.SealPrimal, "seal-primal", false, "seal the primal contributions too: participants seal hat_w_k and its changes per feature, the server adds the ciphertexts and a participant opens only the sum (w)")
 	fs.BoolVar(&f.plain, "plaintext", false, "seal nothing (demonstration only: the server then sees dual values and inner products; refused unless the server runs with --insecure-demo)")
 }
 
@@ -231,9 +221,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if err != nil {
 				return err
 			}
-			req := server.CreateRequest{Name: "demo: MNIST, " + *demoPart, Demo: true, Lambda: demoLambda,
-				Rounds: *demoRounds, IIC: demoIIC, MinParticipants: len(demoData.Blocks), NumFeatures: demoData.Data.M(),
-				Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute), PStar: demoPStar, SealPrimal: *demoSeal}
+			req := server.CreateRequest{Name: "demo: MNIST, " + *demoPart, Demo: true,
+				Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute), PStar: demoPStar, Config: protocol.Config{Lambda: demoLambda, Rounds: *demoRounds, IIC: demoIIC, Clients: len(demoData.Blocks), NumFeatures: demoData.Data.M(), SealPrimal: *demoSeal}}
 			req.BiasFeature, req.BiasValue, _ = demoData.Data.ConstantFeature()
 			prefix := ""
 			if plain {

@@ -75,8 +75,8 @@ func TestServerKilledMidTraining(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var resp server.CreateResponse
-	req := server.CreateRequest{Lambda: lambda, Rounds: rounds, IIC: 0.2, Seed: 5, MinParticipants: len(p.Blocks),
-		Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(5 * time.Second)}
+	req := server.CreateRequest{
+		Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(5 * time.Second), Config: protocol.Config{Lambda: lambda, Rounds: rounds, IIC: 0.2, Seed: 5, Clients: len(p.Blocks)}}
 	if err := postJSON(ctx, base+"/api/federations", token, req, &resp); err != nil {
 		t.Fatal(err)
 	}
@@ -137,8 +137,7 @@ func TestServerKilledMidTraining(t *testing.T) {
 	}
 	// The uninterrupted run, in process, with the same settings.
 	var whole []protocol.RoundMetrics
-	if _, err := experiment.RunPreparedWithHistory(ctx, p, experiment.Options{Partition: "grid:3,2", Lambda: lambda,
-		Rounds: rounds, IIC: 0.2, Seed: 5, PStar: opt.Primal, Plaintext: true}, &whole); err != nil {
+	if _, err := experiment.RunPreparedWithHistory(ctx, p, experiment.Options{Partition: "grid:3,2", Seed: 5, PStar: opt.Primal, Plaintext: true, Config: protocol.Config{Lambda: lambda, Rounds: rounds, IIC: 0.2}}, &whole); err != nil {
 		t.Fatal(err)
 	}
 	last := st.History[len(st.History)-1]

@@ -2,6 +2,7 @@ package curious
 
 import (
 	"context"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"testing"
 	"time"
 
@@ -14,9 +15,7 @@ import (
 // each holding one image quadrant of all 10,000 digits; client 0 the
 // top-left 14x14 = 196 pixels), the default step, P* not needed.
 func mnistOptions(rounds int, plaintext bool) experiment.Options {
-	return experiment.Options{Data: "mnist", Partition: "quadrants:1", Lambda: 1e-3, IIC: 0.2, Step: "hyfed",
-		Search: "primal", Estimate: "meanfield", Gamma: 1, Loss: "hinge", Fraction: 1, Seed: 1, PStar: 1,
-		Rounds: rounds, Plaintext: plaintext}
+	return experiment.Options{Data: "mnist", Partition: "quadrants:1", Seed: 1, PStar: 1, Plaintext: plaintext, Config: protocol.Config{Lambda: 1e-3, IIC: 0.2, Step: "hyfed", Search: "primal", Estimate: "meanfield", Gamma: 1, Loss: "hinge", Fraction: 1, Rounds: rounds}}
 }
 
 // observe runs a federation in process with a curious observer on the
@@ -149,8 +148,7 @@ func TestAttacksBGV(t *testing.T) {
 // vertical:2: 200 samples, 178 of them training, 10 features) it recovers
 // the block once the rounds outnumber the samples, in plaintext only.
 func TestDualAttackSynthetic(t *testing.T) {
-	o := experiment.Options{Data: "synthetic:200,20", Partition: "vertical:2", Lambda: 1e-3, IIC: 0.2, Step: "hyfed",
-		Search: "primal", Estimate: "meanfield", Gamma: 1, Loss: "logistic", Fraction: 1, Seed: 1, PStar: 1, Rounds: 300}
+	o := experiment.Options{Data: "synthetic:200,20", Partition: "vertical:2", Seed: 1, PStar: 1, Config: protocol.Config{Lambda: 1e-3, IIC: 0.2, Step: "hyfed", Search: "primal", Estimate: "meanfield", Gamma: 1, Loss: "logistic", Fraction: 1, Rounds: 300}}
 	for _, plain := range []bool{true, false} {
 		o.Plaintext = plain
 		p, err := experiment.Prepare(o)

@@ -2,6 +2,7 @@ package curious_test
 
 import (
 	"context"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -53,8 +54,7 @@ func TestAttackOnServerFrames(t *testing.T) {
 		sec := secret.FromSeed(1)
 		// IIC 0.05: the attack needs rounds, not a large H (a group's
 		// block solve grows with H^2).
-		resp, err := srv.Create(server.CreateRequest{Scheme: c.scheme, Loss: "logistic", Lambda: 1e-3, IIC: 0.05, Rounds: c.rounds, SealPrimal: c.sealPrimal,
-			MinParticipants: len(blocks), NumFeatures: p.Data.M(), Seed: 1, Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute)})
+		resp, err := srv.Create(server.CreateRequest{Scheme: c.scheme, Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute), Config: protocol.Config{Loss: "logistic", Lambda: 1e-3, IIC: 0.05, Rounds: c.rounds, SealPrimal: c.sealPrimal, Clients: len(blocks), NumFeatures: p.Data.M(), Seed: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}

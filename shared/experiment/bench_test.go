@@ -16,7 +16,7 @@ func BenchmarkRoundFashionMNIST(b *testing.B) {
 	if _, err := os.Stat(dataset.FashionMNISTDir + "/train-images-idx3-ubyte.gz"); err != nil {
 		b.Skip("dataset-fashion-mnist is not installed (make data)")
 	}
-	o := Options{Data: "fashion-mnist", Partition: "quadrants:2", Lambda: 1e-3, IIC: 0.2, PStar: 1, Seed: 1}
+	o := Options{Data: "fashion-mnist", Partition: "quadrants:2", PStar: 1, Seed: 1, Config: protocol.Config{Lambda: 1e-3, IIC: 0.2}}
 	p, err := Prepare(o)
 	if err != nil {
 		b.Fatal(err)

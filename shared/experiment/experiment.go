@@ -33,32 +33,18 @@ type Options struct {
 	Holdout   float64 // held-out fraction for data without a split
 	Partition string  // quadrants:K, grid:K,Q, horizontal:K, vertical:Q
 
-	// Algo is the algorithm (protocol.Config.Algo): hyfdca ("") or a
-	// baseline, which runs through the same coordinator, participants and
-	// memory transport. StepA, StepB, Mu and Mode are the baselines'
-	// settings (protocol.Config); Mu 0 means averaging.DefaultProxMu for
-	// hyfem-prox and fedhybrid.DefaultMu for fedhybrid.
-	Algo         string
-	StepA, StepB float64
-	Mu           float64
-	Mode         string
-
-	Step     string
-	Search   string // step size search of the default step: primal or dual
-	Estimate string // local sequential estimate: meanfield or holders
-	Loss     string
-	Lambda   float64
-	Fraction float64
-	Rounds   int
-	Inner    int     // H; 0 means from IIC
-	IIC      float64 // H = ceil(IIC * N / clients)
-	Gamma    float64
-	Seed     int64
+	// Config is the federation's configuration (Clients is set from the
+	// partition, Seed from Seed below). Algo "" is hyfdca; a baseline runs
+	// through the same coordinator, participants and memory transport,
+	// and its Mu 0 means averaging.DefaultProxMu for hyfem-prox and
+	// fedhybrid.DefaultMu for fedhybrid.
+	protocol.Config
+	// Seed seeds the participation draws and picks (Config.Seed) and the
+	// experiment's federation secret.
+	Seed int64
 	// Plaintext runs without encryption (seal.Plaintext) for comparison;
 	// the default seals with BGV.
 	Plaintext bool
-	// SealPrimal seals the primal contributions too (protocol.Config).
-	SealPrimal bool
 
 	PStar   float64 // centralized optimum; 0 means compute it
 	Metrics string  // CSV file, one row per round ("" = none)
@@ -228,9 +214,8 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 		s.PStar, s.CentralSecs = r.Primal, r.Seconds
 		progress(o.Progress, "central: P* = %.9g (relative gap %.2g, %d epochs, %.1fs)\n", r.Primal, r.RelativeGap, r.Epochs, r.Seconds)
 	}
-	cfg := protocol.Config{Lambda: o.Lambda, Loss: l.Name(), Step: o.Step, Search: o.Search, Estimate: o.Estimate, Inner: inner, Gamma: o.Gamma,
-		Fraction: o.Fraction, Rounds: o.Rounds, Seed: uint64(o.Seed), Clients: clients, SealPrimal: o.SealPrimal,
-		Algo: o.Algo, StepA: o.StepA, StepB: o.StepB, Mu: o.Mu, Mode: o.Mode}
+	cfg := o.Config
+	cfg.Loss, cfg.Inner, cfg.Seed, cfg.Clients = l.Name(), inner, uint64(o.Seed), clients
 	if cfg.Mu == 0 {
 		switch cfg.Algo {
 		case averaging.HyFEMProx:

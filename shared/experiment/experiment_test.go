@@ -16,8 +16,7 @@ import (
 func TestExperimentWritesMetricsAndConverges(t *testing.T) {
 	dir := t.TempDir()
 	csvPath := filepath.Join(dir, "m.csv")
-	o := Options{Data: "synthetic:600,16,1,0.05,3", Holdout: 0.2, Partition: "grid:2,2", Lambda: 1e-2,
-		Rounds: 800, IIC: 0.2, Seed: 4, Metrics: csvPath}
+	o := Options{Data: "synthetic:600,16,1,0.05,3", Holdout: 0.2, Partition: "grid:2,2", Seed: 4, Metrics: csvPath, Config: protocol.Config{Lambda: 1e-2, Rounds: 800, IIC: 0.2}}
 	s, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -71,10 +70,11 @@ func TestInnerFor(t *testing.T) {
 
 func TestBadOptions(t *testing.T) {
 	for _, o := range []Options{
-		{Data: "synthetic:100,5", Partition: "grid:0,2", Lambda: 1e-2, IIC: 0.1, Rounds: 1},
-		{Data: "synthetic:100,5", Partition: "grid:1,2", Lambda: -1, IIC: 0.1, Rounds: 1, PStar: 1},
-		{Data: "synthetic:100,5", Partition: "grid:1,2", Lambda: 1e-2, IIC: 0.1, Rounds: 1, PStar: 1, Step: "fast"},
-		{Data: "no-such-file.libsvm", Partition: "grid:1,2", Lambda: 1e-2, IIC: 0.1, Rounds: 1},
+		{Data: "synthetic:100,5", Partition: "grid:0,2", Config: protocol.Config{Lambda: 1e-2, IIC: 0.1, Rounds: 1}},
+		{Data: "synthetic:100,5", Partition: "grid:1,2", PStar: 1, Config: protocol.Config{Lambda: -1, IIC: 0.1, Rounds: 1}},
+		{Data: "synthetic:100,5", Partition: "grid:1,2", PStar: 1, Config: protocol.Config{Lambda: 1e-2, IIC: 0.1, Rounds: 1, Step: "fast"}},
+		{Data: "synthetic:100,5", Partition: "grid:1,2", PStar: 1, Config: protocol.Config{Lambda: 0, IIC: 0.1, Rounds: 1}},
+		{Data: "no-such-file.libsvm", Partition: "grid:1,2", Config: protocol.Config{Lambda: 1e-2, IIC: 0.1, Rounds: 1}},
 	} {
 		if _, err := Run(context.Background(), o); err == nil {
 			t.Errorf("options %+v accepted", o)
@@ -85,8 +85,7 @@ func TestBadOptions(t *testing.T) {
 // TestSparseGridFederation runs sparse data whose holders share feature
 // indexes (each sample's non-zeros dealt among its group's holders).
 func TestSparseGridFederation(t *testing.T) {
-	o := Options{Data: "synthetic:600,100,0.1,0.05,3", Holdout: 0.2, Partition: "grid:2,2", Lambda: 1e-2,
-		Rounds: 600, IIC: 0.2, Seed: 1}
+	o := Options{Data: "synthetic:600,100,0.1,0.05,3", Holdout: 0.2, Partition: "grid:2,2", Seed: 1, Config: protocol.Config{Lambda: 1e-2, Rounds: 600, IIC: 0.2}}
 	p, err := Prepare(o)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +120,7 @@ func TestEncryptedMatchesPlaintextMNIST(t *testing.T) {
 	if _, err := dataset.MNISTDir(); err != nil {
 		t.Skip("mnist digits not installed (make data):", err)
 	}
-	o := Options{Data: "mnist", Partition: "quadrants:1", Lambda: 1e-3, Fraction: 0.5, Rounds: 30, IIC: 0.2, Seed: 2, PStar: 0.23}
+	o := Options{Data: "mnist", Partition: "quadrants:1", Seed: 2, PStar: 0.23, Config: protocol.Config{Lambda: 1e-3, Fraction: 0.5, Rounds: 30, IIC: 0.2}}
 	p, err := Prepare(o)
 	if err != nil {
 		t.Fatal(err)

@@ -44,59 +44,63 @@ const (
 	SearchPrimal = "primal"
 )
 
-// Config is the federation's public configuration.
+// Config is the federation's public configuration: one type from the
+// command-line flags (RegisterFlags) and the create request's JSON to the
+// Setup message, the checkpoints and the status views. Defaults gives the
+// defaults; Validate fills the settings that depend on others and refuses
+// anything else out of range, naming the field.
 type Config struct {
-	Lambda float64
-	Loss   string // hinge or logistic
-	Step   string // block (default), hyfed or paper
+	Lambda float64 `json:"lambda"`
+	Loss   string  `json:"loss"` // hinge or logistic
+	Step   string  `json:"step"` // block (default), hyfed or paper
 	// Inner is H, the number of samples each client (paper) or each sample
 	// group (block, hyfed; block caps it at MaxBlockPicks) updates per round. Zero: computed from IIC when the
 	// federation starts, H = ceil(IIC * N / clients).
-	Inner int
+	Inner int `json:"inner"`
 	// IIC is the inner iterations constant (used when Inner is zero).
-	IIC float64
+	IIC float64 `json:"iic"`
 	// Gamma scales the paper rule's updates (ignored by hyfed, which finds
 	// its step by line search).
-	Gamma float64
+	Gamma float64 `json:"gamma,omitempty"`
 	// Fraction is the probability that a connected client is active in a
 	// round; 1 means all.
-	Fraction float64
-	Rounds   int
+	Fraction float64 `json:"fraction"`
+	Rounds   int     `json:"rounds"`
 	// Search picks the step's size along the round's direction (block,
 	// hyfed): "dual" (the dual's maximiser; block's default) or "primal"
 	// (the smallest primal among steps that gain at least half as much
 	// dual as the maximiser; hyfed's default).
-	Search string
+	Search string `json:"search"`
 	// Estimate is how a holder estimates the other holders' share of the
 	// change of x.w in its local loop: "meanfield" (group statistics) or
 	// "holders" (|B_n| times its own share, docs/design.md, "The step rules").
-	Estimate string
+	Estimate string `json:"estimate,omitempty"`
 	// Seed drives the server's participation draws.
-	Seed uint64
+	Seed uint64 `json:"seed,omitempty"`
 	// Clients is the number of participants the federation waits for
 	// before it starts.
-	Clients int
+	Clients int `json:"min_participants"`
 	// NumFeatures, if set, is the feature count every block must declare
 	// (the federation's feature schema).
-	NumFeatures int
+	NumFeatures int `json:"num_features"`
 	// BiasFeature and BiasValue name a feature every sample holds with the
 	// same non-zero value (the data's bias; BiasValue 0: none). The block
 	// rule leaves it out of the partial Grams and enters its part of every
 	// inner product, BiasValue^2, exactly: where holders share features
 	// (kappa > 1) the bound then covers only the rest.
-	BiasFeature int     `json:",omitempty"`
-	BiasValue   float64 `json:",omitempty"`
+	BiasFeature int     `json:"bias_feature,omitempty"`
+	BiasValue   float64 `json:"bias_value,omitempty"`
 	// Quorum is the share of the federation's participants that must be
 	// connected for a round to start (0 means 0.5): with fewer, the
 	// federation waits at the round boundary instead of spending rounds
 	// on nobody.
-	Quorum float64
+	Quorum float64 `json:"quorum,omitempty"`
 	// SealPrimal seals the primal side too (the HyFDCA paper leaves it in
 	// plaintext): participants seal their contributions to w and to the
 	// round's direction per feature, the server adds the ciphertexts and
 	// one participant opens only the aggregate (KindOpen). No single
 	// participant's hat_w_k or its change then reaches the server.
-	SealPrimal bool `json:",omitempty"`
+	SealPrimal bool `json:"seal_primal,omitempty"`
 
 	// Algo is the algorithm: hyfdca (the default) or one of the averaging
 	// baselines (package averaging: fedavg, hyfem-avg, hyfem-prox), which
@@ -115,16 +119,33 @@ type Config struct {
 	// over all participants (an inactive one's last vector counts again)
 	// divided by mu times their number. StepA and StepB are then its a_i
 	// and b_i (0: the defaults of fedhybrid.NewNode).
-	Algo         string  `json:",omitempty"`
-	StepA, StepB float64 `json:",omitempty"`
-	Mu           float64 `json:",omitempty"` // HyFEM-Prox's proximal weight, FedHybrid's penalty
-	Mode         string  `json:",omitempty"` // FedHybrid: newton (default), gradient or mixed
+	Algo  string  `json:"algo"`
+	StepA float64 `json:"step_a,omitempty"`
+	StepB float64 `json:"step_b,omitempty"`
+	Mu    float64 `json:"mu,omitempty"`   // HyFEM-Prox's proximal weight, FedHybrid's penalty
+	Mode  string  `json:"mode,omitempty"` // FedHybrid: newton (default), gradient or mixed
 }
 
 // synced reports whether the step rule picks the same samples at every
 // holder of a group and moves the dual values by a server-chosen step
 // (block, hyfed), rather than each client on its own (paper).
 func (c *Config) synced() bool { return c.Step != StepPaper }
+
+// The defaults a user gets for the settings that have one (Defaults).
+const (
+	DefaultLambda = 1e-3
+	DefaultIIC    = 0.2
+	DefaultRounds = 100
+)
+
+// Defaults returns the configuration a user gets without choosing: what
+// the flags of hyfed experiment and hyfed create and an API create request
+// that leaves a field out start from. Settings that depend on others (the
+// step's search, the quorum) are filled by Validate.
+func Defaults() Config {
+	return Config{Algo: AlgoHyFDCA, Loss: "hinge", Lambda: DefaultLambda, Step: StepBlock, IIC: DefaultIIC,
+		Fraction: 1, Rounds: DefaultRounds, Estimate: EstimateMeanField, Gamma: 1}
+}
 
 // AlgoHyFDCA is the default algorithm.
 const AlgoHyFDCA = "hyfdca"

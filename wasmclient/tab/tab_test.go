@@ -131,8 +131,8 @@ func startServer(t *testing.T) (*httptest.Server, func(rounds, min int, sec secr
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close(); srv.Close() })
 	create := func(rounds, min int, sec secret.Secret) string {
-		resp, err := srv.Create(server.CreateRequest{Lambda: 1e-2, Rounds: rounds, IIC: 0.2, MinParticipants: min,
-			Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute)})
+		resp, err := srv.Create(server.CreateRequest{
+			Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute), Config: protocol.Config{Lambda: 1e-2, Rounds: rounds, IIC: 0.2, Clients: min}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"flag"
+
+	"github.com/hyfed/hyfed/shared/protocol"
+)
+
+// configFlags registers the settings every command that configures a
+// federation shares (experiment, create, bench) on fs, writing into cfg,
+// with protocol.Defaults as their defaults: one name, one default and one
+// help text each. The algorithm's own settings (--algo, --step-a, ...) are
+// the commands' own.
+func configFlags(fs *flag.FlagSet, cfg *protocol.Config) {
+	d := protocol.Defaults()
+	fs.StringVar(&cfg.Loss, "loss", d.Loss, "loss: hinge or logistic")
+	fs.Float64Var(&cfg.Lambda, "lambda", d.Lambda, "L2 regularization lambda (> 0)")
+	fs.IntVar(&cfg.Rounds, "rounds", d.Rounds, "rounds to run")
+	fs.Float64Var(&cfg.Fraction, "fraction", d.Fraction, "probability that a participant is active in a round (1: all that are connected)")
+	fs.IntVar(&cfg.Inner, "inner", d.Inner, "H, the samples each sample group (block, hyfed) or client (paper, baselines) updates a round; overrides --iic")
+	fs.Float64Var(&cfg.IIC, "iic", d.IIC, "inner iterations constant: H = ceil(IIC * N / participants)")
+	fs.StringVar(&cfg.Step, "step", d.Step, "step rule: block (exact group solves from sealed Grams), hyfed (the earlier default) or paper (Algorithm 5 as published)")
+	fs.StringVar(&cfg.Search, "search", d.Search, "step size: dual (the dual's maximiser; block's default) or primal (smallest primal keeping half the dual gain; hyfed's default)")
+	fs.StringVar(&cfg.Estimate, "estimate", d.Estimate, "hyfed's local estimate of the other holders' share: meanfield or holders (|B_n| x own)")
+	fs.Float64Var(&cfg.Gamma, "gamma", d.Gamma, "update scale of the paper step rule")
+	fs.BoolVar(&cfg.SealPrimal, "seal-primal", d.SealPrimal, "seal the primal contributions too (hat_w_k and its changes per feature): the server sees only their sum")
+}
