@@ -299,16 +299,11 @@ func (k *BGVKey) Seal(vals []float64) (Chunk, error) {
 	if _, err := rand.Read(seeds[:]); err != nil {
 		return nil, fmt.Errorf("bgv: seed: %w", err)
 	}
-	pt := k.buf.Coeffs[0]
-	for i, v := range vals {
-		x, err := toFixed(v)
-		if err != nil {
-			return nil, fmt.Errorf("bgv: slot %d: %w", i, err)
-		}
-		pt[i] = residue(x)
+	if err := k.s.encodeScaled(vals, k.buf, k.tInv); err != nil {
+		return nil, err
 	}
 	// m/t + e mod q
-	k.rq.MulScalar(k.buf, k.tInv, k.buf)
+	pt := k.buf.Coeffs[0]
 	noise := mrand.NewChaCha8([32]byte(seeds[seedLen:]))
 	for i := range pt {
 		if pt[i] += residue(noiseSample(noise)); pt[i] >= bgvQ {
@@ -357,6 +352,66 @@ func (k *BGVKey) Open(c Chunk) ([]float64, error) {
 	}
 	return out, nil
 }
+
+// EncodeScaled writes the fixed-point integers of vals times t^-1 mod q into
+// out, in the coefficient domain: the plaintext part m/t of a ciphertext's
+// phase c0 + c1*s = m/t + e, exactly as BGVKey.Seal forms it. It is for
+// encryptors other than BGVKey (the threshold keys of shared/seal/threshold
+// encrypt under a public key) so that their chunks decode bit for bit like
+// BGVKey's. vals must hold ChunkLen values on the fixed-point grid within
+// ±MaxAbs.
+func (s *BGV) EncodeScaled(vals []float64, out ring.Poly) error {
+	if len(vals) != s.ChunkLen() {
+		return fmt.Errorf("bgv: encode %d values, want %d", len(vals), s.ChunkLen())
+	}
+	if out.N() != s.params.N() || out.Level() != s.params.MaxLevel() {
+		return fmt.Errorf("bgv: encode into a polynomial of degree %d, level %d", out.N(), out.Level())
+	}
+	return s.encodeScaled(vals, out, ring.ModExp(bgvT, bgvQ-2, bgvQ))
+}
+
+func (s *BGV) encodeScaled(vals []float64, out ring.Poly, tInv uint64) error {
+	pt := out.Coeffs[0]
+	for i, v := range vals {
+		x, err := toFixed(v)
+		if err != nil {
+			return fmt.Errorf("bgv: slot %d: %w", i, err)
+		}
+		pt[i] = residue(x)
+	}
+	s.params.RingQ().MulScalar(out, tInv, out)
+	return nil
+}
+
+// WrapCiphertext returns ct, a ciphertext of the parameters in the NTT
+// domain that another encryptor made (a public-key encryption, a key
+// switch), as a chunk this scheme adds, marshals and opens. The chunk
+// shares ct's memory and travels unseeded.
+func (s *BGV) WrapCiphertext(ct *rlwe.Ciphertext) (Chunk, error) {
+	if ct == nil || len(ct.Value) == 0 || ct.MetaData == nil || !ct.IsNTT {
+		return nil, errors.New("bgv: wrap: not a ciphertext in the NTT domain")
+	}
+	c := &Cipher{ct: ct}
+	if _, err := s.cipher(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Ciphertext returns the Lattigo ciphertext of a chunk, shared with it:
+// read it, do not change it (a seeded chunk's c1 must stay its seed's).
+func (s *BGV) Ciphertext(c Chunk) (*rlwe.Ciphertext, error) {
+	ct, err := s.cipher(c)
+	if err != nil {
+		return nil, err
+	}
+	return ct.ct, nil
+}
+
+// SecretKey returns the key's Lattigo secret key (NTT and Montgomery
+// domains), shared with it: a participant that switches ciphertexts to its
+// own key publishes the matching public key.
+func (k *BGVKey) SecretKey() *rlwe.SecretKey { return k.sk }
 
 // noiseSample draws the error from the centered binomial distribution of
 // 21 coin pairs (as Kyber does): standard deviation sqrt(21/2) = 3.24, at
