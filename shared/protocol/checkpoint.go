@@ -205,7 +205,7 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 		if k < len(rs.LocalSteps) {
 			cs.localSteps = rs.LocalSteps[k]
 		}
-		if c.cfg.Baseline() {
+		if !c.rule.dual() {
 			continue // no primal contributions: the participants hold their models
 		}
 		if c.cfg.SealPrimal {

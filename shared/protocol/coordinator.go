@@ -9,7 +9,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/hyfed/hyfed/shared/fedhybrid"
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
@@ -100,6 +99,7 @@ type Coordinator struct {
 	cfg    Config
 	scheme seal.Scheme
 	now    func() time.Time
+	rule   rule // the algorithm's part (Config.Algo)
 	rng    *rand.Rand
 	pcg    *rand.PCG // rng's source, saved in checkpoints
 
@@ -171,7 +171,7 @@ func NewCoordinator(cfg Config, scheme seal.Scheme) (*Coordinator, error) {
 		return nil, err
 	}
 	pcg := rand.NewPCG(cfg.Seed, 0xc0)
-	return &Coordinator{cfg: cfg, scheme: scheme, now: time.Now, pcg: pcg, rng: rand.New(pcg)}, nil
+	return &Coordinator{cfg: cfg, rule: ruleFor(cfg), scheme: scheme, now: time.Now, pcg: pcg, rng: rand.New(pcg)}, nil
 }
 
 // SetClock replaces the clock used for phase timings (tests).
@@ -345,9 +345,7 @@ func (c *Coordinator) connect(k int, h Message) error {
 			return Errorf(CodeSchema, "client %d: returned with a different block", k)
 		}
 		cs.connected, cs.ready, cs.stale, cs.returned = true, false, true, true
-		if c.cfg.Algo == fedhybrid.Name {
-			cs.sealedW = nil // its setup starts it again from x_i = lambda_i = 0
-		}
+		c.rule.rejoin(cs)
 		c.sendSetup(k, false)
 		c.sendNorms(k)
 		if c.waiting && !c.paused && c.quorate() {
@@ -580,13 +578,8 @@ func (c *Coordinator) align() error {
 			}
 		}
 	}
-	if c.cfg.Algo == fedhybrid.Name {
-		for k, cs := range c.clients {
-			if cs.hello != nil && len(cs.hello.Features) != cs.hello.NumFeatures {
-				return fmt.Errorf("client %d holds %d of %d features: fedhybrid needs a horizontal partition (every participant holds all features of its samples)",
-					k, len(cs.hello.Features), cs.hello.NumFeatures)
-			}
-		}
+	if err := c.rule.admit(c); err != nil {
+		return err
 	}
 	if c.numTrain == 0 {
 		return fmt.Errorf("no training samples")
@@ -623,7 +616,7 @@ func (c *Coordinator) align() error {
 			}
 		}
 		cs.hatW, cs.sealedW = nil, nil
-		if !c.cfg.SealPrimal && !c.cfg.Baseline() {
+		if !c.cfg.SealPrimal && c.rule.dual() {
 			cs.hatW = make([]float64, len(h.Features))
 		}
 	}
@@ -835,16 +828,7 @@ func (c *Coordinator) check(k int, m Message) error {
 		if len(m.W) != 0 || len(m.HatW) != 0 || len(m.DW) != 0 {
 			return fmt.Errorf("local-part: plaintext weights: they travel sealed only")
 		}
-		if c.cfg.Algo == fedhybrid.Name {
-			// Two limbs a feature: slots 0..2M-1.
-			for ci := range m.Sealed {
-				if ci < 0 || ci*c.scheme.ChunkLen() >= 2*c.numFeatures {
-					return fmt.Errorf("local-part: sealed chunk %d is outside the consensus's %d slots", ci, 2*c.numFeatures)
-				}
-			}
-			return nil
-		}
-		return c.checkFeatureChunks(k, m)
+		return c.rule.checkLocal(c, k, m)
 	case KindOpened:
 		if len(m.W) != c.numFeatures {
 			return fmt.Errorf("opened: %d values for %d features", len(m.W), c.numFeatures)
@@ -1039,7 +1023,7 @@ func (c *Coordinator) MaxChunks() int {
 	}
 	cl := c.scheme.ChunkLen()
 	n := max(c.numSlots, 2*c.numFeatures)/cl + 1
-	if c.cfg.Step == StepBlock && !c.cfg.Baseline() {
+	if c.cfg.Step == StepBlock && c.rule.dual() {
 		n = max(n, len(c.groups)*gramChunks(blockPicks(c.cfg), cl))
 	}
 	return n

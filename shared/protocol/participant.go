@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"sort"
 
-	"github.com/hyfed/hyfed/shared/averaging"
 	"github.com/hyfed/hyfed/shared/fedhybrid"
 	"github.com/hyfed/hyfed/shared/loss"
 	"github.com/hyfed/hyfed/shared/partition"
@@ -24,6 +23,7 @@ type Participant struct {
 	pseud  []string
 
 	setup   *Setup
+	rule    rule // the algorithm's part (setup.Config.Algo)
 	loss    loss.Loss
 	lambdaN float64
 	// groupTrain lists, for each of the participant's groups, its training
@@ -136,9 +136,9 @@ func (p *Participant) Handle(m Message) ([]Message, error) {
 	case KindApply:
 		return p.onApply(m)
 	case KindOpen:
-		return p.onOpen(m)
+		return p.rule.open(p, m)
 	case KindLocal:
-		return p.onLocal(m)
+		return p.rule.local(p, m)
 	case KindDone:
 		return nil, nil
 	case KindError:
@@ -164,7 +164,7 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 	if s.NumTrain < 1 {
 		return nil, fmt.Errorf("participant: setup: %d training samples", s.NumTrain)
 	}
-	p.setup, p.loss = s, l
+	p.setup, p.loss, p.rule = s, l, ruleFor(cfg)
 	p.lambdaN = cfg.Lambda * float64(s.NumTrain)
 	p.groupTrain = make([][]int, len(s.GroupKeys))
 	p.train = p.train[:0]
@@ -302,94 +302,6 @@ func (p *Participant) sealFeatures(v []float64) (seal.Vec, error) {
 		s[j] = x / p.lambdaN
 	}
 	return seal.SealSlots(p.key, p.block.Features, s)
-}
-
-// onLocal is a round of an averaging baseline (Config.Algo): H local SGD
-// steps from the global model on the block's features, on the rows package
-// baseline would pick for this client and round, then the weights sealed
-// per feature for the server's sum.
-func (p *Participant) onLocal(m Message) ([]Message, error) {
-	cfg := p.setup.Config
-	if cfg.Algo == fedhybrid.Name {
-		return p.onFedHybrid(m)
-	}
-	if !cfg.Averaging() {
-		return nil, fmt.Errorf("participant: local steps asked of a %s federation", cfg.Algo)
-	}
-	nf := len(p.block.Features)
-	if len(m.W) != nf || len(m.ActiveHolders) != nf || m.Steps < 0 || m.Client < 0 {
-		return nil, fmt.Errorf("participant: local: %d weights and %d holder counts for %d features, steps %d, client %d",
-			len(m.W), len(m.ActiveHolders), nf, m.Steps, m.Client)
-	}
-	sgd := averaging.LocalSGD{Loss: p.loss, Lambda: cfg.Lambda, A: cfg.StepA, B: cfg.StepB, Mu: cfg.Mu}
-	w := append([]float64(nil), m.W...)
-	var anchor []float64
-	if cfg.Algo == averaging.HyFEMProx {
-		anchor = m.W // the global model on the block's features, fixed for the round
-	}
-	picks := averaging.RoundPicks(int64(cfg.Seed), m.Round, m.Client, p.train, cfg.Inner)
-	if _, err := sgd.Run(p.block.X, p.block.Y, picks, w, anchor, m.Steps); err != nil {
-		return nil, fmt.Errorf("participant: local: %w", err)
-	}
-	for j, v := range w {
-		if lim := averaging.SealableLimit(m.ActiveHolders[j]); !(math.Abs(v) <= lim) {
-			return nil, fmt.Errorf("participant: local: weight %g of feature %d is beyond the sealable range ±%g with %d holders: %w (lower the step a)",
-				v, p.block.Features[j], lim, m.ActiveHolders[j], averaging.ErrDiverged)
-		}
-	}
-	v, err := seal.SealSlots(p.key, p.block.Features, w)
-	if err != nil {
-		return nil, fmt.Errorf("participant: local: %w", err)
-	}
-	return []Message{{Kind: KindLocalPart, Round: m.Round, Sealed: v}}, nil
-}
-
-// onFedHybrid is a participant's part of a FedHybrid round: its step from
-// the consensus m.W, then its summand mu x_i - lambda_i sealed. The state
-// (x_i, lambda_i) starts at 0 with the first round after a setup: the
-// coordinator forgets its summand when it sets the participant up again.
-func (p *Participant) onFedHybrid(m Message) ([]Message, error) {
-	cfg := p.setup.Config
-	if m.Participants < 1 || m.Client < 0 {
-		return nil, fmt.Errorf("participant: fedhybrid: %d participants, client %d", m.Participants, m.Client)
-	}
-	if p.hybrid == nil {
-		n, err := fedhybrid.NewNode(p.block, m.Client, p.setup.NumTrain, cfg.Lambda, cfg.Mu, cfg.Mode, cfg.StepA, cfg.StepB)
-		if err != nil {
-			return nil, fmt.Errorf("participant: %w", err)
-		}
-		p.hybrid = n
-	}
-	if err := p.hybrid.Step(m.W); err != nil {
-		return nil, fmt.Errorf("participant: %w", err)
-	}
-	v, err := p.hybrid.Seal(p.key, m.Participants)
-	if err != nil {
-		return nil, fmt.Errorf("participant: %w", err)
-	}
-	return []Message{{Kind: KindLocalPart, Round: m.Round, Sealed: v}}, nil
-}
-
-// onOpen opens an aggregate of sealed primal vectors on every feature and
-// returns it (SealPrimal). The server asks for sums only; what it gets back
-// is w or the round's direction u, both of which it holds anyway.
-func (p *Participant) onOpen(m Message) ([]Message, error) {
-	if p.setup.Config.Algo == fedhybrid.Name {
-		vals, err := fedhybrid.Open(p.key, m.Sealed, p.block.NumFeatures)
-		if err != nil {
-			return nil, fmt.Errorf("participant: open: %w", err)
-		}
-		return []Message{{Kind: KindOpened, Round: m.Round, W: vals}}, nil
-	}
-	slots := make([]int, p.block.NumFeatures)
-	for i := range slots {
-		slots[i] = i
-	}
-	vals, err := seal.OpenSlots(p.key, m.Sealed, slots)
-	if err != nil {
-		return nil, fmt.Errorf("participant: open: %w", err)
-	}
-	return []Message{{Kind: KindOpened, Round: m.Round, W: vals}}, nil
 }
 
 func (p *Participant) onStep(m Message) ([]Message, error) {

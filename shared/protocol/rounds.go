@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/hyfed/hyfed/shared/fedhybrid"
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
@@ -49,14 +48,14 @@ func (c *Coordinator) nextRound() {
 	for _, cs := range c.clients {
 		cs.activeRound = c.rng.Float64() < c.cfg.Fraction
 	}
-	if c.cfg.Averaging() {
-		c.averageStep()
-		return
-	}
-	if c.cfg.Algo == fedhybrid.Name {
-		c.fedHybridStep()
-		return
-	}
+	c.rule.round(c)
+}
+
+// hyfdcaRule is HyFDCA: dual values sealed at the server, primal
+// contributions, and the step rules of Config.Step (block, hyfed, paper).
+type hyfdcaRule struct{}
+
+func (hyfdcaRule) round(c *Coordinator) {
 	var refresh []int
 	for k, cs := range c.clients {
 		if !cs.connected || !cs.ready || !cs.stale {
@@ -89,57 +88,19 @@ func (c *Coordinator) nextRound() {
 	}
 }
 
-// averageStep is a round of the averaging baselines (Config.Algo): the
-// active participants take local steps from w on their features and send
-// their weights sealed per feature; the server adds them, a participant
-// opens the sum, and w becomes, per feature, the sum over its active
-// holders divided by their number (public). A feature without an active
-// holder keeps its weight. Then the round's metrics, as HyFDCA's.
-func (c *Coordinator) averageStep() {
-	c.noRefresh()
-	var targets []int
-	for _, k := range c.eligible() {
-		cs := c.clients[k]
-		if cs.activeRound && cs.trainN > 0 {
-			targets = append(targets, k)
-		}
-	}
-	c.cur.Active = len(targets)
-	holders := c.featureHolders(targets)
-	for _, k := range targets {
-		cs := c.clients[k]
-		m := Message{Kind: KindLocal, Round: c.round, W: c.onFeatures(k, c.w), Client: k, Steps: cs.localSteps}
-		for _, f := range cs.features {
-			m.ActiveHolders = append(m.ActiveHolders, holders[f])
-		}
-		c.send(k, m)
-	}
-	c.await(PhaseLocal, KindLocalPart, targets, func(p *phaseState) {
-		got := sortedKeys(p.replies)
-		if len(got) == 0 {
-			c.ipPhase(true, nil)
-			return
-		}
-		sum, ok := c.sumReplies(p.replies, got)
-		if !ok {
-			return
-		}
-		// Holders that left took their weights with them: the averages
-		// are over those that answered.
-		counts := c.featureHolders(got)
-		c.openPhase(sum, map[int]bool{}, func(vals []float64) {
-			for f, n := range counts {
-				if n > 0 {
-					c.w[f] = vals[f] / float64(n)
-				}
-			}
-			for _, k := range got {
-				c.clients[k].localSteps += c.cfg.Inner
-			}
-			c.ipPhase(true, nil)
-		}, func() { c.ipPhase(true, nil) })
-	})
+func (hyfdcaRule) admit(*Coordinator) error { return nil }
+func (hyfdcaRule) rejoin(*clientState)      {}
+func (hyfdcaRule) dual() bool               { return true }
+
+func (hyfdcaRule) checkLocal(*Coordinator, int, Message) error {
+	return fmt.Errorf("local-part: a hyfdca federation asks for no local steps")
 }
+
+func (hyfdcaRule) local(*Participant, Message) ([]Message, error) {
+	return nil, fmt.Errorf("participant: local steps asked of a hyfdca federation")
+}
+
+func (hyfdcaRule) open(p *Participant, m Message) ([]Message, error) { return openFeatures(p, m) }
 
 // sumReplies adds the sealed vectors of the given clients' replies. On an
 // error the federation fails and ok is false.
@@ -154,49 +115,6 @@ func (c *Coordinator) sumReplies(replies map[int]Message, clients []int) (seal.V
 		return nil, false
 	}
 	return sum, true
-}
-
-// fedHybridStep is a round of FedHybrid (the FedHybrid paper, Algorithm 1): the
-// active participants step from the consensus w and seal their summand
-// mu x_i - lambda_i; the server keeps each participant's last sealed
-// summand, adds all of them, a participant opens the sum, and w becomes it
-// divided by mu times the number of participants (line 12). An inactive
-// participant's last summand counts again; one that never sealed counts 0
-// (its initial x_i = lambda_i = 0).
-func (c *Coordinator) fedHybridStep() {
-	c.noRefresh()
-	var targets []int
-	for _, k := range c.eligible() {
-		cs := c.clients[k]
-		if cs.activeRound {
-			targets = append(targets, k)
-		}
-	}
-	c.cur.Active = len(targets)
-	n := c.numRegistered()
-	for _, k := range targets {
-		c.send(k, Message{Kind: KindLocal, Round: c.round, W: c.onFeatures(k, c.w), Client: k, Participants: n})
-	}
-	c.await(PhaseLocal, KindLocalPart, targets, func(p *phaseState) {
-		if len(p.replies) == 0 {
-			c.ipPhase(true, nil)
-			return
-		}
-		for k, m := range p.replies {
-			c.clients[k].sealedW = m.Sealed
-		}
-		sum, ok := c.sumStored()
-		if !ok {
-			return
-		}
-		c.openPhase(sum, map[int]bool{}, func(vals []float64) {
-			scale := c.cfg.Mu * float64(n)
-			for j := range c.w {
-				c.w[j] = vals[j] / scale
-			}
-			c.ipPhase(true, nil)
-		}, func() { c.ipPhase(true, nil) })
-	})
 }
 
 // noRefresh makes the set-up participants that returned eligible again:
@@ -887,7 +805,7 @@ func (c *Coordinator) record(replies map[int]Message, gi int, partial bool) {
 		partial = true
 		r.Dual = math.NaN()
 	}
-	if c.cfg.Baseline() {
+	if !c.rule.dual() {
 		// The baselines have no dual: only P and the accuracies mean
 		// anything.
 		r.Dual, r.Gap = math.NaN(), math.NaN()
