@@ -43,7 +43,6 @@ type federation struct {
 	names      []string   // per client
 	timer      *time.Timer
 	timerSeq   int
-	reported   int // history entries already sent as events
 	phase      string
 	finished   bool
 	// lastState is the state last published as an event.
@@ -167,10 +166,9 @@ func (f *federation) loadCoordinator() error {
 	c.EnableCheckpoints()
 	f.coord = c
 	f.chunks.Store(int64(c.MaxChunks()))
-	f.reported = len(c.History())
 	f.finished = c.Finished()
 	if f.meta.Stopped && !c.Finished() {
-		c.Stop("stopped before the server restarted")
+		c.Step(protocol.Input{Kind: protocol.InputStop, Reason: "stopped before the server restarted"}) // nobody is connected yet
 		f.finished = true
 	}
 	if f.finished {
@@ -210,8 +208,7 @@ func (f *federation) armResume() {
 			return
 		}
 		f.log.Info("resuming with the participants that are back", "connected", n)
-		f.dispatch(f.coord.Resume())
-		f.afterChange()
+		f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputResume}))
 	})
 }
 
@@ -260,7 +257,7 @@ func (f *federation) abuse(c *conn, why string) {
 	c.send(protocol.Message{Kind: protocol.KindError, Code: protocol.CodeAbuse, Close: true, Err: "disconnected: " + why})
 	if f.conns[c.client] == c {
 		delete(f.conns, c.client)
-		f.dispatch(f.coord.Disconnect(c.client))
+		f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputLeave, From: c.client}))
 		f.events.publish(event{Type: "participant", Name: f.name(c.client), State: "away"})
 	}
 }
@@ -272,41 +269,47 @@ func (f *federation) name(k int) string {
 	return fmt.Sprintf("client-%d", k)
 }
 
-// afterChange follows the coordinator after it moved: deadlines, events,
-// checkpoints. Called with f.mu held.
-func (f *federation) afterChange() {
-	f.chunks.Store(int64(f.coord.MaxChunks()))
-	if cp := f.coord.TakeCheckpoint(); cp != nil {
-		f.saver.offer(cp)
+// apply sends what a Step of the coordinator produced and follows its
+// state: decode limits, checkpoints, round and phase events, the phase's
+// deadline, the end. Called with f.mu held.
+func (f *federation) apply(r protocol.Ready) {
+	f.dispatch(r.Envelopes)
+	f.follow(r)
+}
+
+// follow is apply without the envelopes.
+func (f *federation) follow(r protocol.Ready) {
+	f.chunks.Store(int64(r.MaxChunks))
+	if r.Checkpoint != nil {
+		f.saver.offer(r.Checkpoint)
 	}
-	h := f.coord.History()
-	for ; f.reported < len(h); f.reported++ {
-		r := h[f.reported]
-		f.events.publish(event{Type: "round", Round: r.Round, Metrics: metricsView(r)})
-		f.attack.roundDone(r.Round)
+	for _, m := range r.Rounds {
+		f.events.publish(event{Type: "round", Round: m.Round, Metrics: metricsView(m)})
+		f.attack.roundDone(m.Round)
 	}
-	if ph := f.coord.Phase(); ph != f.phase {
-		f.phase = ph
-		if ph != "" {
-			f.events.publish(event{Type: "phase", Round: f.coord.Round(), Phase: ph})
+	if r.Phase != f.phase {
+		f.phase = r.Phase
+		if r.Phase != "" {
+			f.events.publish(event{Type: "phase", Round: r.Round, Phase: r.Phase})
 		}
 	}
-	if seq := f.coord.PhaseSeq(); seq != f.timerSeq {
-		f.timerSeq = seq
+	if r.PhaseSeq != f.timerSeq {
+		f.timerSeq = r.PhaseSeq
 		if f.timer != nil {
 			f.timer.Stop()
 		}
-		if f.coord.Phase() != "" {
+		if r.Phase != "" {
+			seq := r.PhaseSeq
 			f.timer = time.AfterFunc(f.timeout(), func() { f.expire(seq) })
 		}
 	}
-	if f.coord.Finished() && !f.finished {
+	if r.Finished && !f.finished {
 		f.finished = true
 		f.markEnded()
 		if f.timer != nil {
 			f.timer.Stop()
 		}
-		f.log.Info("federation finished", "round", f.coord.Round(), "stopped", f.coord.Stopped())
+		f.log.Info("federation finished", "round", r.Round, "stopped", r.Stopped)
 	}
 	// Every change of state is an event (pausing -> paused happens when a
 	// round completes, not on the organizer's call).
@@ -321,12 +324,11 @@ func (f *federation) expire(seq int) {
 	defer f.recoverFail("a phase deadline")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.coord.PhaseSeq() != seq || f.coord.Phase() == "" {
+	if f.timerSeq != seq || f.phase == "" {
 		return
 	}
-	f.log.Warn("phase deadline", "round", f.coord.Round(), "phase", f.coord.Phase(), "timeout", f.timeout())
-	f.dispatch(f.coord.Expire())
-	f.afterChange()
+	f.log.Warn("phase deadline", "round", f.coord.Round(), "phase", f.phase, "timeout", f.timeout())
+	f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputDeadline}))
 }
 
 // stateLocked names the federation's state. Called with f.mu held.
@@ -384,13 +386,14 @@ func (f *federation) register(c *conn, hello protocol.Message, a access) bool {
 		// half-open connection): the newer connection wins.
 		old.send(protocol.Message{Kind: protocol.KindError, Code: protocol.CodeReplaced, Close: true, Err: "this participant connected again elsewhere"})
 		delete(f.conns, k)
-		f.dispatch(f.coord.Disconnect(k))
+		f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputLeave, From: k}))
 	}
 	c.client = k
-	out := f.coord.Connect(k, hello)
-	for _, e := range out {
+	joined := f.coord.Step(protocol.Input{Kind: protocol.InputJoin, From: k, Msg: hello})
+	for _, e := range joined.Envelopes {
 		if e.To == k && e.Msg.Kind == protocol.KindError {
-			f.dispatch(f.coord.Disconnect(k))
+			f.follow(joined)
+			f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputLeave, From: k}))
 			return refuse(e.Msg.Code, e.Msg.Err)
 		}
 	}
@@ -424,8 +427,7 @@ func (f *federation) register(c *conn, hello protocol.Message, a access) bool {
 	f.attack.observe(true, k, &hello) // before the setup is queued: what the server got first
 	f.events.publish(event{Type: "participant", Name: f.name(k), State: "connected"})
 	f.log.Info("participant connected", "client", k, "name", f.name(k), "new", isNew)
-	f.dispatch(out)
-	f.afterChange()
+	f.apply(joined)
 	return true
 }
 
@@ -437,8 +439,7 @@ func (f *federation) receive(c *conn, m protocol.Message, size int) {
 		return // replaced or closed meanwhile
 	}
 	f.wireIn.Add(int64(size))
-	f.dispatch(f.coord.Receive(c.client, m))
-	f.afterChange()
+	f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputMessage, From: c.client, Msg: m}))
 }
 
 // refuseFrame answers a frame that did not decode.
@@ -467,8 +468,7 @@ func (f *federation) leave(c *conn, err error) {
 	delete(f.conns, c.client)
 	f.log.Info("participant left", "client", c.client, "name", f.name(c.client), "round", f.coord.Round(), "phase", f.coord.Phase(), "error", err)
 	f.events.publish(event{Type: "participant", Name: f.name(c.client), State: "away"})
-	f.dispatch(f.coord.Disconnect(c.client))
-	f.afterChange()
+	f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputLeave, From: c.client}))
 }
 
 // admin runs an organizer's action.
@@ -480,26 +480,26 @@ func (f *federation) admin(action string) error {
 	}
 	switch action {
 	case "start":
-		out, err := f.coord.StartNow()
-		if err != nil {
-			return err
+		r := f.coord.Step(protocol.Input{Kind: protocol.InputStart})
+		if r.Err != nil {
+			return r.Err
 		}
-		f.dispatch(out)
+		f.apply(r)
 	case "pause":
 		if f.finished {
 			return errors.New("the federation has finished")
 		}
-		f.coord.Pause()
+		f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputPause}))
 	case "resume":
 		if f.finished {
 			return errors.New("the federation has finished")
 		}
-		f.dispatch(f.coord.Resume())
+		f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputResume}))
 	case "stop":
 		if f.finished {
 			return errors.New("the federation has finished")
 		}
-		f.dispatch(f.coord.Stop("by the organizer"))
+		f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputStop, Reason: "by the organizer"}))
 		f.meta.Stopped = true
 		if err := f.saveMeta(); err != nil {
 			f.log.Error("cannot save the stop", "error", err)
@@ -508,7 +508,6 @@ func (f *federation) admin(action string) error {
 		return fmt.Errorf("unknown action %q (start, pause, resume, stop)", action)
 	}
 	f.log.Info("organizer action", "action", action)
-	f.afterChange()
 	return nil
 }
 

@@ -69,16 +69,8 @@ type roundState struct {
 }
 
 // EnableCheckpoints makes the coordinator capture its state at every round
-// boundary from now on; TakeCheckpoint hands out the latest.
+// boundary from now on; the next Ready carries each one.
 func (c *Coordinator) EnableCheckpoints() { c.checkpoints = true }
-
-// TakeCheckpoint returns the state captured at the last round boundary
-// since the previous call, or nil.
-func (c *Coordinator) TakeCheckpoint() *Checkpoint {
-	s := c.snap
-	c.snap = nil
-	return s
-}
 
 func (c *Coordinator) checkpoint() *Checkpoint {
 	if c.setupBlob == nil {
@@ -226,6 +218,7 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 	}
 	c.rng = rand.New(c.pcg)
 	c.round, c.history, c.started = rs.Round, rs.History, true
+	c.reported = len(c.history) // a Ready before the restart carried them
 	c.cur = RoundMetrics{Seconds: map[string]float64{}}
 	c.needFullIP, c.wStale = true, rs.WStale
 	c.setupBlob, c.setupDigest = setup, rs.SetupDigest

@@ -77,23 +77,24 @@ func TestRestoreRefusesMismatchedParts(t *testing.T) {
 	f := newFedScheme(t, blocks, Config{Lambda: 1e-2, Inner: 10, Rounds: 3, Seed: 1}, scheme)
 	f.coord.EnableCheckpoints()
 	var cps []*Checkpoint
-	f.mem.Hook = func() {
-		if cp := f.coord.TakeCheckpoint(); cp != nil {
-			cps = append(cps, cp)
+	f.mem.OnReady = func(r Ready) {
+		if r.Checkpoint != nil {
+			cps = append(cps, r.Checkpoint)
 		}
 	}
 	f.run(t)
-	if cp := f.coord.TakeCheckpoint(); cp != nil {
-		cps = append(cps, cp)
-	}
 	if len(cps) != 4 {
 		t.Fatalf("%d checkpoints for rounds 0..3", len(cps))
 	}
 	other := newFedScheme(t, gridBlocks(testData(120, 6, 5), 2, 2), Config{Lambda: 1e-2, Inner: 10, Rounds: 3, Seed: 1}, scheme)
 	other.coord.EnableCheckpoints()
-	other.mem.Hook = func() {}
+	var ocp *Checkpoint
+	other.mem.OnReady = func(r Ready) {
+		if r.Checkpoint != nil {
+			ocp = r.Checkpoint
+		}
+	}
 	other.run(t)
-	ocp := other.coord.TakeCheckpoint()
 	for _, tc := range []struct {
 		name         string
 		setup, round []byte

@@ -157,7 +157,8 @@ type Coordinator struct {
 	stopped   bool
 	// checkpoints: the state at the last round boundary, once taken
 	checkpoints bool
-	snap        *Checkpoint
+	snap        *Checkpoint // the last round boundary's state, until a Ready carries it
+	reported    int         // rounds of history a Ready has carried
 	setupBlob   []byte
 	setupDigest [32]byte
 }
@@ -291,15 +292,6 @@ func ErrorCode(err error) string {
 		return ce.Code
 	}
 	return ""
-}
-
-// Connect registers client k's hello (a first join or a return).
-func (c *Coordinator) Connect(k int, hello Message) []Envelope {
-	c.cur.BytesIn += hello.WireSize(c.scheme)
-	if err := c.connect(k, hello); err != nil {
-		c.reject(k, err)
-	}
-	return c.flush()
 }
 
 func (c *Coordinator) connect(k int, h Message) error {
@@ -458,19 +450,20 @@ func (c *Coordinator) begin() {
 }
 
 // HoldStart keeps the federation from starting by itself when Clients
-// participants have registered: StartNow starts it (an organizer's start).
+// participants have registered: an InputStart starts it (an organizer's start).
 func (c *Coordinator) HoldStart() { c.holdStart = true }
 
-// StartNow starts the federation with the participants connected now.
-func (c *Coordinator) StartNow() ([]Envelope, error) {
+// startNow starts the federation with the participants connected now
+// (InputStart).
+func (c *Coordinator) startNow() error {
 	if c.started || c.finished {
-		return nil, errors.New("the federation has already started")
+		return errors.New("the federation has already started")
 	}
 	if c.numConnected() == 0 {
-		return nil, errors.New("no participant has registered")
+		return errors.New("no participant has registered")
 	}
 	c.begin()
-	return c.flush(), nil
+	return nil
 }
 
 // ExpectFingerprint fixes the key fingerprint participants must present
@@ -749,15 +742,6 @@ func (c *Coordinator) maybeFinishPhase() {
 	p.next(p)
 }
 
-// Receive processes one participant message.
-func (c *Coordinator) Receive(k int, m Message) []Envelope {
-	c.cur.BytesIn += m.WireSize(c.scheme)
-	if err := c.receive(k, m); err != nil {
-		c.reject(k, err)
-	}
-	return c.flush()
-}
-
 func (c *Coordinator) receive(k int, m Message) error {
 	if m.Kind == KindHello {
 		return c.connect(k, m)
@@ -904,9 +888,9 @@ func (c *Coordinator) checkFeatureChunks(k int, m Message) error {
 	return nil
 }
 
-// Disconnect records that client k went away; a phase waiting for it
+// disconnect records that client k went away; a phase waiting for it
 // carries on without it.
-func (c *Coordinator) Disconnect(k int) []Envelope {
+func (c *Coordinator) disconnect(k int) {
 	if k >= 0 && k < len(c.clients) && c.clients[k].connected {
 		cs := c.clients[k]
 		cs.connected, cs.ready = false, false
@@ -916,14 +900,13 @@ func (c *Coordinator) Disconnect(k int) []Envelope {
 			c.maybeFinishPhase()
 		}
 	}
-	return c.flush()
 }
 
-// Expire ends the current phase at its deadline. Clients that did not
+// expire ends the current phase at its deadline. Clients that did not
 // answer are disconnected (told so with a closing error): what they missed
 // would leave their state behind the federation's, so they come back
 // through a rejoin and a refresh.
-func (c *Coordinator) Expire() []Envelope {
+func (c *Coordinator) expire() {
 	if p := c.phase; p != nil {
 		late := sortedSet(p.waiting)
 		for _, k := range late {
@@ -935,7 +918,6 @@ func (c *Coordinator) Expire() []Envelope {
 		p.waiting = map[int]bool{}
 		c.maybeFinishPhase()
 	}
-	return c.flush()
 }
 
 // Phase returns the name of the phase in progress ("" between phases).
@@ -946,14 +928,6 @@ func (c *Coordinator) Phase() string {
 	return c.phase.name
 }
 
-// PhaseSeq counts the phases started so far: a deadline armed for one
-// phase must not end the next.
-func (c *Coordinator) PhaseSeq() int { return c.phaseSeq }
-
-// Pause holds the federation at the next round boundary (the round in
-// progress completes).
-func (c *Coordinator) Pause() { c.paused = true }
-
 // Paused reports whether a pause was asked for.
 func (c *Coordinator) Paused() bool { return c.paused }
 
@@ -961,30 +935,28 @@ func (c *Coordinator) Paused() bool { return c.paused }
 // (paused, or restored from a checkpoint and not resumed yet).
 func (c *Coordinator) Waiting() bool { return c.waiting }
 
-// Resume lifts a pause and starts the next round if the federation was
+// resume lifts a pause and starts the next round if the federation was
 // held at a boundary.
-func (c *Coordinator) Resume() []Envelope {
+func (c *Coordinator) resume() {
 	c.paused = false
 	if c.waiting && !c.finished && c.numConnected() > 0 {
 		c.waiting = false
 		c.nextRound()
 	}
-	return c.flush()
 }
 
-// Stop ends the federation now: every connected participant is told so.
+// stop ends the federation now: every connected participant is told so.
 // Rounds already completed stay recorded.
-func (c *Coordinator) Stop(reason string) []Envelope {
+func (c *Coordinator) stop(reason string) {
 	if !c.finished {
 		for _, k := range c.connected() {
 			c.send(k, Message{Kind: KindError, Round: c.round, Code: CodeStopped, Close: true, Err: "the federation was stopped: " + reason})
 		}
 		c.finished, c.stopped, c.phase, c.waiting = true, true, nil, false
 	}
-	return c.flush()
 }
 
-// Stopped reports whether Stop ended the federation.
+// Stopped reports whether an InputStop ended the federation.
 func (c *Coordinator) Stopped() bool { return c.stopped }
 
 // ClientInfo is what the server may show about one participant.

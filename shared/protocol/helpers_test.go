@@ -154,10 +154,12 @@ func crashAt(t *testing.T, f *fed, r int, phase string) *Checkpoint {
 	var last *Checkpoint
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	f.mem.Hook = func() {
-		if cp := f.coord.TakeCheckpoint(); cp != nil {
-			last = cp
+	f.mem.OnReady = func(rd Ready) {
+		if rd.Checkpoint != nil {
+			last = rd.Checkpoint
 		}
+	}
+	f.mem.Hook = func() {
 		if f.coord.Round() == r && f.coord.Phase() == phase {
 			cancel()
 		}

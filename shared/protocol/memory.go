@@ -29,6 +29,9 @@ type Memory struct {
 	// Lose, if set, silently loses the messages to a client for which it
 	// returns true (a stalled connection; the coordinator's deadline ends it).
 	Lose func(to int, m *Message) bool
+	// OnReady, if set, sees every Ready delivered (its checkpoint, its
+	// rounds) before its envelopes go out.
+	OnReady func(r Ready)
 }
 
 // NewMemory creates participants with makePart (called again for a client
@@ -93,9 +96,12 @@ func (m *Memory) Next(ctx context.Context) (Event, error) {
 }
 
 // Deliver implements Transport.
-func (m *Memory) Deliver(ctx context.Context, envs []Envelope) error {
+func (m *Memory) Deliver(ctx context.Context, r Ready) error {
+	if m.OnReady != nil {
+		m.OnReady(r)
+	}
 	byClient := map[int][]Message{}
-	for _, e := range envs {
+	for _, e := range r.Envelopes {
 		if e.To < 0 || e.To >= len(m.parts) || !m.connected[e.To] {
 			continue
 		}

@@ -164,7 +164,7 @@ func TestBadMessagesChangeNothing(t *testing.T) {
 				{Kind: KindHello}, // second hello while connected
 			}
 			for _, m := range bad {
-				out := f.coord.Receive(0, m)
+				out := f.coord.Step(Input{Kind: InputMessage, From: 0, Msg: m})
 				if err := f.mem.Deliver(context.Background(), out); err != nil {
 					t.Fatal(err)
 				}
@@ -200,8 +200,8 @@ func TestWrongSecretIsRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Connect(0, f.mem.Participant(0).Hello())
-	out := c.Connect(1, p.Hello())
+	c.Step(Input{Kind: InputJoin, From: 0, Msg: f.mem.Participant(0).Hello()})
+	out := c.Step(Input{Kind: InputJoin, From: 1, Msg: p.Hello()}).Envelopes
 	if len(out) != 1 || out[0].Msg.Kind != KindError || out[0].Msg.Code != CodeWrongSecret || !strings.Contains(out[0].Msg.Err, "secret") {
 		t.Fatalf("wrong secret: got %+v", out)
 	}

@@ -103,7 +103,8 @@ func (tr *transcript) Next(ctx context.Context) (Event, error) {
 }
 
 // Deliver implements Transport: it prints what the coordinator sends.
-func (tr *transcript) Deliver(ctx context.Context, envs []Envelope) error {
+func (tr *transcript) Deliver(ctx context.Context, r Ready) error {
+	envs := r.Envelopes
 	for i := range envs {
 		note := ""
 		if e := envs[i]; e.To < 0 || e.To >= len(tr.mem.parts) || !tr.mem.Connected(e.To) {
@@ -111,7 +112,7 @@ func (tr *transcript) Deliver(ctx context.Context, envs []Envelope) error {
 		}
 		tr.line("S", fmt.Sprintf("c%d", envs[i].To), &envs[i].Msg, note)
 	}
-	return tr.mem.Deliver(ctx, envs)
+	return tr.mem.Deliver(ctx, r)
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
@@ -381,10 +382,12 @@ func runTranscript(t *testing.T, blocks []partition.Block, cfg Config, about str
 		f.coord.EnableCheckpoints()
 	}
 	done := make([]bool, len(script))
-	f.mem.Hook = func() {
-		if cp := tr.c.TakeCheckpoint(); cp != nil {
-			last = cp
+	f.mem.OnReady = func(r Ready) {
+		if r.Checkpoint != nil {
+			last = r.Checkpoint
 		}
+	}
+	f.mem.Hook = func() {
 		for i, s := range script {
 			if done[i] || tr.c.Round() < s.round || (s.phase != "" && tr.c.Phase() != s.phase) {
 				continue
