@@ -16,9 +16,10 @@ import (
 )
 
 // The curious-server demonstration (Options.Curious): the server attacks
-// what it receives, live, to show what encryption protects. Every message
-// a federation's connections read or write goes to a curious.Observer (a
-// copy of its vectors, taken in the connection's goroutine); a worker
+// what it receives, live, to show what encryption protects. It is one of
+// a federation's frame observers (observe.go): every message its
+// connections read or write goes to a curious.Observer (a copy of its
+// vectors, taken in the connection's goroutine); a worker
 // per federation runs the inner-product attack (the leak the HyFDCA paper points out) on
 // them off the round loop, at most every attackEvery, and keeps the
 // latest reconstruction of each participant. Progress is public
@@ -73,13 +74,22 @@ func newAttack(f *federation) *attack {
 	return a
 }
 
-// observe records one message between the server and client k (toServer:
-// the client sent it). It copies what it keeps and solves nothing.
-func (a *attack) observe(toServer bool, client int, m *protocol.Message) {
-	if a == nil || client < 0 {
+// frame records one message between the server and client k (toServer:
+// the client sent it), as a frameObserver: the message the connection
+// just decoded or encoded, no second decode. It copies what it keeps and
+// solves nothing. Frames of unregistered connections (hellos) and frames
+// that did not decode tell it nothing.
+func (a *attack) frame(toServer bool, client int, _ []byte, m *protocol.Message) {
+	if client < 0 || m == nil {
 		return
 	}
 	a.obs.Observe(toServer, client, m)
+}
+
+// registered records client k's hello, before the welcome and the setup
+// that answer it are queued: what the server got first.
+func (a *attack) registered(client int, hello *protocol.Message) {
+	a.obs.Observe(true, client, hello)
 }
 
 // roundDone tells the worker that round r finished. Called with f.mu

@@ -58,6 +58,9 @@ type federation struct {
 	// attack is the curious-server demonstration (Options.Curious), nil
 	// without it. Set once when loaded; it has its own locks.
 	attack *attack
+	// observers see every frame of the connections (observe.go): the
+	// hooks of Options, the attack. Set once when loaded.
+	observers []frameObserver
 
 	// pending counts sockets not registered yet (Options.MaxPending).
 	pending pendingCount
@@ -126,6 +129,7 @@ func (f *federation) loadLocked() bool {
 	if f.srv.opt.Curious {
 		f.attack = newAttack(f)
 	}
+	f.observers = f.observersOf()
 	if err := f.loadCoordinator(); err != nil {
 		// Keep it visible as broken rather than losing it.
 		f.log.Error("federation cannot be restored", "error", err)
@@ -397,6 +401,7 @@ func (f *federation) register(c *conn, hello protocol.Message, a access) bool {
 			return refuse(e.Msg.Code, e.Msg.Err)
 		}
 	}
+	f.observeRegistered(k, &hello) // before the welcome and the setup: what the server got first
 	if isNew {
 		tok := newToken(24)
 		name := pseudonymFor(k, f.meta.ID)
@@ -424,7 +429,6 @@ func (f *federation) register(c *conn, hello protocol.Message, a access) bool {
 		c.send(protocol.Message{Kind: protocol.KindWelcome, Name: f.name(k)})
 	}
 	f.conns[k] = c
-	f.attack.observe(true, k, &hello) // before the setup is queued: what the server got first
 	f.events.publish(event{Type: "participant", Name: f.name(k), State: "connected"})
 	f.log.Info("participant connected", "client", k, "name", f.name(k), "new", isNew)
 	f.apply(joined)

@@ -74,12 +74,18 @@ type Options struct {
 	IdleTimeout time.Duration
 	Log         *slog.Logger
 	// Received, if set, sees every frame a participant's connection
-	// delivered, before it is decoded: what the server actually got (the
-	// privacy tests and the curious-server demonstration read it).
+	// delivered, before the server acts on it: what the server actually
+	// got (the privacy tests read it). client is -1 for the frames of a
+	// connection its hello has not registered (the hello itself). It runs
+	// in the connection's goroutine, so it must be quick; frame is the
+	// server's: read it, copy what you keep.
 	Received func(federation string, client int, frame []byte)
 	// Sent, if set, sees every frame the server sends a registered
 	// participant, before it is written: with Received, the server's whole
-	// side of the conversation (the curious-server demonstration).
+	// side of the conversation. As Received, in the connection's goroutine.
+	// Received and Sent are one observer of each federation's frames, the
+	// curious-server demonstration (Curious) another beside them
+	// (observe.go): both see every frame.
 	Sent func(federation string, client int, frame []byte)
 	// Demo, if set, supplies demo federations' blocks and simulated
 	// participants (the dashboard's "fill the free seats").
@@ -96,12 +102,12 @@ type Options struct {
 	InsecureDemo bool
 	// Curious runs the curious-server demonstration: the server attacks
 	// what it receives, to show what encryption protects. Each federation
-	// gets a curious.Observer fed every message its connections read and
-	// write, and a worker that reconstructs each participant's rows from
-	// them every few seconds, off the round loop (attack.go). It holds a
-	// copy of every readable inner-product vector and a reconstruction of
-	// every block: memory of the order of the federation's data, for
-	// demonstrations only.
+	// gets a curious.Observer that watches every message its connections
+	// read and write, as Received and Sent do, and a worker that
+	// reconstructs each participant's rows from them every few seconds, off
+	// the round loop (attack.go). It holds a copy of every readable
+	// inner-product vector and a reconstruction of every block: memory of
+	// the order of the federation's data, for demonstrations only.
 	Curious bool
 }
 

@@ -131,16 +131,17 @@ func (c *conn) writeLoop() {
 					c.f.log.Error("cannot save the new session", "client", c.client, "error", err)
 				}
 			}
-			for _, m := range batch {
-				frame, err := protocol.EncodeMessage(c.f.scheme, m)
+			for i := range batch {
+				m := &batch[i]
+				frame, err := protocol.EncodeMessage(c.f.scheme, *m)
 				if err != nil {
 					c.f.log.Error("cannot encode a message", "client", c.client, "kind", m.Kind, "error", err)
 					return
 				}
-				if h := c.f.srv.opt.Sent; h != nil && c.client >= 0 {
-					h(c.f.meta.ID, c.client, frame) // before the write: a reply cannot be seen first
+				if c.client >= 0 {
+					// Before the write: a reply cannot be seen first.
+					c.f.observeWrite(c.client, frame, m)
 				}
-				c.f.attack.observe(false, c.client, &m) // the message just encoded: no second decode
 				c.ws.SetWriteDeadline(time.Now().Add(writeWait))
 				if err := c.ws.WriteMessage(websocket.BinaryMessage, frame); err != nil {
 					return
@@ -197,15 +198,14 @@ func (c *conn) serve(a access) {
 	// Deferred last, run first: a panic is recovered before leave takes
 	// the federation's lock.
 	defer c.f.recoverFail("a connection's reader")
-	frame, err := c.read()
+	hello, _, derr, err := c.read()
 	if err != nil {
 		if !errors.Is(err, errClosed) {
 			c.send(protocol.Message{Kind: protocol.KindError, Code: codeOf(err), Close: true, Err: "no hello: " + err.Error()})
 		}
 		return
 	}
-	hello, err := protocol.DecodeMessage(c.f.scheme, frame, c.f.limits())
-	if err != nil {
+	if err = derr; err != nil {
 		c.send(protocol.Message{Kind: protocol.KindError, Code: protocol.CodeBadMessage, Close: true, Err: err.Error()})
 		return
 	}
@@ -221,20 +221,20 @@ func (c *conn) serve(a access) {
 	c.ws.SetReadLimit(int64(c.f.srv.opt.Limits.MaxBytes))
 	for {
 		c.ws.SetReadDeadline(time.Now().Add(pongWait))
-		frame, err = c.read()
+		var m protocol.Message
+		var size int
+		m, size, derr, err = c.read()
 		if err != nil {
 			if !errors.Is(err, errClosed) && codeOf(err) == protocol.CodeTooLarge {
 				c.f.abuseOf(c, err.Error())
 			}
 			return
 		}
-		m, derr := protocol.DecodeMessage(c.f.scheme, frame, c.f.limits())
 		if derr != nil {
 			c.f.refuseFrame(c, derr)
 			continue
 		}
-		c.f.attack.observe(true, c.client, &m)
-		c.f.receive(c, m, len(frame))
+		c.f.receive(c, m, size)
 	}
 }
 
@@ -256,21 +256,30 @@ func codeOf(err error) string {
 	return protocol.CodeBadMessage
 }
 
-func (c *conn) read() ([]byte, error) {
+// read reads the next frame and decodes it. The federation's observers
+// see every frame the connection delivers, decoded or not, before the
+// server acts on it (observe.go). err ends the connection (errClosed, or
+// a frameError: too large, a text frame); derr is a frame that did not
+// decode; size is the frame's.
+func (c *conn) read() (m protocol.Message, size int, derr, err error) {
 	typ, b, err := c.ws.ReadMessage()
-	if err == nil && c.f.srv.opt.Received != nil {
-		c.f.srv.opt.Received(c.f.meta.ID, c.client, b)
-	}
 	if err != nil {
 		if errors.Is(err, websocket.ErrReadLimit) {
-			return nil, &frameError{protocol.CodeTooLarge, errors.New("frame exceeds the read limit")}
+			return m, 0, nil, &frameError{protocol.CodeTooLarge, errors.New("frame exceeds the read limit")}
 		}
-		return nil, errClosed
+		return m, 0, nil, errClosed
 	}
+	var decoded *protocol.Message
+	if typ == websocket.BinaryMessage {
+		if m, derr = protocol.DecodeMessage(c.f.scheme, b, c.f.limits()); derr == nil {
+			decoded = &m
+		}
+	}
+	c.f.observeRead(c.client, b, decoded)
 	if typ != websocket.BinaryMessage {
-		return nil, &frameError{protocol.CodeBadMessage, errors.New("text frame: the protocol speaks binary frames")}
+		return m, len(b), nil, &frameError{protocol.CodeBadMessage, errors.New("text frame: the protocol speaks binary frames")}
 	}
-	return b, nil
+	return m, len(b), derr, nil
 }
 
 // limits are the decode limits: the layouts' chunk bound once known. It
