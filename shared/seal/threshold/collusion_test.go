@@ -11,39 +11,17 @@ import (
 	"github.com/tuneinsight/lattigo/v5/schemes/bgv"
 )
 
-// decodeWith decrypts c with any candidate key the way seal.BGVKey.Open
-// does (phase times t, centered mod q, then mod t, then fixed point): what
-// a coalition gets from its best guess of a key.
+// decodeWith decrypts c with any candidate key the way a participant
+// opens its own chunks (seal.ThresholdBGV.Open: phase times t, centered mod
+// Q, then mod t, then fixed point): what a coalition gets from its best
+// guess of a key.
 func decodeWith(t testing.TB, f *Federation, c seal.Chunk, sk *rlwe.SecretKey) []float64 {
 	t.Helper()
-	ct, err := f.s.Ciphertext(c)
+	vals, err := f.s.Open(sk, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rq := f.params.RingQ()
-	ph := rq.NewPoly()
-	rq.MulCoeffsMontgomery(ct.Value[1], sk.Value.Q, ph)
-	rq.Add(ph, ct.Value[0], ph)
-	rq.INTT(ph, ph)
-	q, pt := f.params.Q()[0], f.params.PlaintextModulus()
-	rq.MulScalar(ph, pt, ph)
-	out := make([]float64, len(ph.Coeffs[0]))
-	for i, v := range ph.Coeffs[0] {
-		var x int64
-		if v > q/2 {
-			x = -int64(q - v)
-		} else {
-			x = int64(v)
-		}
-		x %= int64(pt)
-		if x > int64(pt/2) {
-			x -= int64(pt)
-		} else if x < -int64(pt/2) {
-			x += int64(pt)
-		}
-		out[i] = float64(x) / (1 << seal.FracBits)
-	}
-	return out
+	return vals
 }
 
 // matches counts the slots where got equals want exactly.
@@ -133,7 +111,7 @@ func TestCollusion(t *testing.T) {
 					try("summed secret shares", decodeWith(t, f, c, sum))
 					// (c) every colluder's own key and secret share alone.
 					for _, p := range colluders {
-						try(fmt.Sprintf("own key of %d", p.id), decodeWith(t, f, c, p.own.SecretKey()))
+						try(fmt.Sprintf("own key of %d", p.id), decodeWith(t, f, c, p.own))
 						try(fmt.Sprintf("secret share of %d", p.id), decodeWith(t, f, c, p.sk))
 					}
 					// (d) switch c to the first colluder's key with all the
@@ -171,8 +149,8 @@ func TestCollusion(t *testing.T) {
 					if _, err := f.AggregateSwitch(c, mine); err == nil {
 						t.Fatal("the server aggregated fewer than t switching shares")
 					}
-					try("fewer than t switching shares", decodeWith(t, f, switchManually(f, c, mine), target.own.SecretKey()))
-					try("with replayed honest shares", decodeWith(t, f, switchManually(f, c, append(mine, replayed...)), target.own.SecretKey()))
+					try("fewer than t switching shares", decodeWith(t, f, switchManually(f, c, mine), target.own))
+					try("with replayed honest shares", decodeWith(t, f, switchManually(f, c, append(mine, replayed...)), target.own))
 					for _, tr := range tries {
 						attempts++
 						if n := matches(tr.vals, secret); n > s.ChunkLen()/100 {
@@ -187,7 +165,7 @@ func TestCollusion(t *testing.T) {
 			if i := equalBits(got, secret); i >= 0 {
 				t.Fatalf("t parties did not open the chunk: slot %d", i)
 			}
-			if i := equalBits(decodeWith(t, f, mustSwitch(t, f, m, c, others[:tc.t], victim).Chunk, victim.own.SecretKey()), secret); i >= 0 {
+			if i := equalBits(decodeWith(t, f, mustSwitch(t, f, m, c, others[:tc.t], victim).Chunk, victim.own), secret); i >= 0 {
 				t.Fatalf("the attack decoder does not open a genuine switch (slot %d)", i)
 			}
 			t.Logf("%d coalition attempts, none opened more than 1%% of the values", attempts)

@@ -11,16 +11,16 @@ import (
 // server adds the chunks, parties 2 and 3 switch the sum to party 1's key
 // (party 1 may be offline meanwhile), and party 1 opens it.
 func Example() {
-	s, _ := seal.ByName("bgv")
-	bgv := s.(*seal.BGV)
-	f, _ := threshold.New(bgv, threshold.Config{Federation: "fed-42", Parties: []threshold.PartyID{1, 2, 3}, Threshold: 2})
+	scheme, _ := seal.ThresholdScheme()
+	f, _ := threshold.New(scheme, threshold.Config{Federation: "fed-42", Parties: []threshold.PartyID{1, 2, 3}, Threshold: 2})
+	link := []byte("the federation link secret, 32 B") // from the join link; the server never sees it
 
 	// Setup: every member sends its setup share; the server forwards all of
 	// them to everyone, and routes the encrypted Shamir shares by recipient.
 	parties := map[threshold.PartyID]*threshold.Party{}
 	var setups []*threshold.SetupShare
 	for _, id := range f.Members() {
-		p, _ := threshold.NewParty(f, id)
+		p, _ := threshold.NewParty(f, id, link)
 		su, _ := p.Setup()
 		parties[id], setups = p, append(setups, su)
 	}
@@ -42,7 +42,7 @@ func Example() {
 	b, _ := parties[3].Sealer()
 	va, _ := seal.SealSlots(a, []int{0, 1}, []float64{0.25, 1.5})
 	vb, _ := seal.SealSlots(b, []int{0, 1}, []float64{0.5, -1})
-	sum, _ := seal.Sum(bgv, va, vb) // on the server, no key
+	sum, _ := seal.Sum(scheme, va, vb) // on the server, no key
 
 	// Opening for party 1 with the shares of parties 2 and 3.
 	active := []threshold.PartyID{2, 3}

@@ -8,7 +8,18 @@ import (
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
-func bgvScheme(t testing.TB) *seal.BGV {
+// thrScheme is the threshold parameter set.
+func thrScheme(t testing.TB) *seal.ThresholdBGV {
+	t.Helper()
+	s, err := seal.ThresholdScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// sharedScheme is the shared-key BGV scheme, for comparisons.
+func sharedScheme(t testing.TB) *seal.BGV {
 	t.Helper()
 	s, err := seal.ByName("bgv")
 	if err != nil {
@@ -44,14 +55,20 @@ func wire[M interface{ Marshal() ([]byte, error) }](t testing.TB, m M, dec func(
 // routed by recipient.
 func federation(t testing.TB, n, thr int) (*Federation, []*Party) {
 	t.Helper()
-	f, err := New(bgvScheme(t), Config{Federation: fmt.Sprintf("test-%d-of-%d", thr, n), Parties: ids(n), Threshold: thr})
+	return federationWith(t, Config{Federation: fmt.Sprintf("test-%d-of-%d", thr, n), Parties: ids(n), Threshold: thr})
+}
+
+func federationWith(t testing.TB, cfg Config) (*Federation, []*Party) {
+	t.Helper()
+	f, err := New(thrScheme(t), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	n := len(cfg.Parties)
 	parties := make([]*Party, n)
 	var setups []*SetupShare
 	for i := range parties {
-		if parties[i], err = NewParty(f, PartyID(i+1)); err != nil {
+		if parties[i], err = NewParty(f, cfg.Parties[i], link); err != nil {
 			t.Fatal(err)
 		}
 		s, err := parties[i].Setup()

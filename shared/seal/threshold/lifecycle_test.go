@@ -122,17 +122,17 @@ func TestPersistence(t *testing.T) {
 		t.Fatal(err)
 	}
 	if back.ID() != p.ID() || !equalPoly(back.tsk.Q, p.tsk.Q) || !equalPoly(back.cpk.P0, p.cpk.P0) || !equalPoly(back.sk.Value.Q, p.sk.Value.Q) ||
-		!equalPoly(back.own.SecretKey().Value.Q, p.own.SecretKey().Value.Q) || !bytes.Equal(back.x.Bytes(), p.x.Bytes()) {
+		!equalPoly(back.own.Value.Q, p.own.Value.Q) || !bytes.Equal(back.x.Bytes(), p.x.Bytes()) {
 		t.Fatal("restored state differs")
 	}
 	// Before setup ends: only the seed.
-	fresh, _ := NewParty(f, 2)
+	fresh, _ := NewParty(f, 2, link)
 	early, _ := fresh.Save(link)
 	if r, err := Restore(f, early, link); err != nil || r.Ready() {
 		t.Fatalf("restore before setup: %v, ready %v", err, r != nil && r.Ready())
 	}
 	// Outside the committee: own key and collective key.
-	outsider, _ := NewParty(f, 77)
+	outsider, _ := NewParty(f, 77, link)
 	_ = outsider.SetCollectiveKey(p.CollectiveKey())
 	ob, _ := outsider.Save(link)
 	if r, err := Restore(f, ob, link); err != nil || !r.Ready() || r.sk != nil {
@@ -155,12 +155,15 @@ func TestPersistence(t *testing.T) {
 	if _, err := Restore(f, idChanged, link); err == nil {
 		t.Error("state with a changed party id restored")
 	}
-	g, _ := New(bgvScheme(t), Config{Federation: "another", Parties: ids(3), Threshold: 2})
+	g, _ := New(thrScheme(t), Config{Federation: "another", Parties: ids(3), Threshold: 2})
 	if _, err := Restore(g, stored, link); err == nil || !strings.Contains(err.Error(), "another federation") {
 		t.Errorf("other federation: %v", err)
 	}
 	if _, err := p.Save([]byte("short")); err == nil {
 		t.Error("saved under a 5-byte link secret")
+	}
+	if _, err := NewParty(f, 2, []byte("short")); err == nil {
+		t.Error("a party with a 5-byte link secret")
 	}
 	if _, err := Restore(f, stored[:20], link); err == nil {
 		t.Error("truncated state restored")
@@ -183,12 +186,20 @@ func TestOutsider(t *testing.T) {
 	if !equalPoly(cpk.P0, parties[0].CollectiveKey().P0) {
 		t.Fatal("server and members aggregate different keys")
 	}
-	out, _ := NewParty(f, 100)
+	out, _ := NewParty(f, 100, link)
 	if _, err := out.Setup(); err == nil {
 		t.Fatal("an outsider made a setup share")
 	}
 	if err := out.SetCollectiveKey(wire(t, cpk, f.UnmarshalCollectivePublicKey)); err != nil {
 		t.Fatal(err)
+	}
+	// Or, checking the shares the key is made of.
+	checked, _ := NewParty(f, 101, link)
+	if err := checked.AcceptSetups(setups); err != nil {
+		t.Fatal(err)
+	}
+	if !equalPoly(checked.CollectiveKey().P0, cpk.P0) {
+		t.Fatal("an outsider aggregates another key")
 	}
 	sl, _ := out.Sealer()
 	vals := values(f.Scheme().ChunkLen(), 5)
@@ -205,18 +216,18 @@ func TestOutsider(t *testing.T) {
 // its own share, a missing or duplicated share, and a Shamir share that was
 // tampered with or redirected.
 func TestSetupRefuses(t *testing.T) {
-	f, err := New(bgvScheme(t), Config{Federation: "refuse", Parties: ids(3), Threshold: 2})
+	f, err := New(thrScheme(t), Config{Federation: "refuse", Parties: ids(3), Threshold: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ps []*Party
 	var setups []*SetupShare
 	for i := 1; i <= 3; i++ {
-		p, _ := NewParty(f, PartyID(i))
+		p, _ := NewParty(f, PartyID(i), link)
 		s, _ := p.Setup()
 		ps, setups = append(ps, p), append(setups, s)
 	}
-	impostor, _ := NewParty(f, 1)
+	impostor, _ := NewParty(f, 1, link) // another instance of member 1, with the link secret
 	fake, _ := impostor.Setup()
 	if _, err := ps[0].Deal([]*SetupShare{fake, setups[1], setups[2]}); err == nil {
 		t.Error("dealt with a replaced own setup share")
@@ -227,34 +238,7 @@ func TestSetupRefuses(t *testing.T) {
 	if _, err := ps[0].Deal([]*SetupShare{setups[0], setups[1], setups[1]}); err == nil {
 		t.Error("dealt with a duplicated setup share")
 	}
-	// The server swaps party 2's X25519 key for its own: party 1's share
-	// for 2 then opens only to the server, and party 2 refuses it.
-	evil := *setups[1]
-	evil.X25519 = [32]byte(impostor.x.PublicKey().Bytes())
-	forged := []*SetupShare{setups[0], &evil, setups[2]}
-	dealt, err := ps[0].Deal(forged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var toTwo []*EncryptedShare
-	for _, p := range ps[1:] {
-		d, _ := p.Deal(setups)
-		for _, es := range d {
-			if es.To == 2 {
-				toTwo = append(toTwo, es)
-			}
-		}
-	}
-	for _, es := range dealt {
-		if es.To == 2 {
-			toTwo = append(toTwo, es)
-		}
-	}
-	if err := ps[1].Receive(setups, toTwo); err == nil || !strings.Contains(err.Error(), "does not decrypt") {
-		t.Errorf("share encrypted for the server's key: %v", err)
-	}
 	// A share redirected to another recipient, or with a flipped bit.
-	honest, _ := ps[0].Deal(setups)
 	var two, three []*EncryptedShare
 	for _, p := range ps {
 		d, _ := p.Deal(setups)
@@ -266,7 +250,7 @@ func TestSetupRefuses(t *testing.T) {
 			}
 		}
 	}
-	redirected := *honest[0] // 1 -> 2
+	redirected := *two[0] // 1 -> 2
 	redirected.To = 3
 	if err := ps[2].Receive(setups, []*EncryptedShare{&redirected, three[1]}); err == nil {
 		t.Error("accepted a share redirected to another recipient")
@@ -274,13 +258,96 @@ func TestSetupRefuses(t *testing.T) {
 	flipped := *two[0]
 	flipped.Box = bytes.Clone(flipped.Box)
 	flipped.Box[100] ^= 1
-	if err := ps[1].Receive(setups, []*EncryptedShare{&flipped, two[1]}); err == nil {
-		t.Error("accepted a tampered share")
+	if err := ps[1].Receive(setups, []*EncryptedShare{&flipped, two[1]}); err == nil || !strings.Contains(err.Error(), "does not decrypt") {
+		t.Errorf("accepted a tampered share: %v", err)
 	}
 	if err := ps[1].Receive(setups, two[:1]); err == nil {
 		t.Error("completed setup with a missing share")
 	}
 	if err := ps[1].Receive(setups, two); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSetupAuthenticated: the server, which lacks the link secret, swaps a
+// member's X25519 key (to read the Shamir shares dealt to it), its
+// collective-key share or its own public key (to have sums switched to a key
+// of its own), or moves a field between two genuine setups of one member;
+// every receiver (members in Deal and Receive, a participant outside the
+// committee in AcceptSetups) refuses, naming the member and the field. A
+// member refuses to make a switching share towards an own public key the
+// server swapped. A share tagged under another federation's link secret is
+// refused likewise.
+func TestSetupAuthenticated(t *testing.T) {
+	f, err := New(thrScheme(t), Config{Federation: "auth", Parties: ids(3), Threshold: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []*Party
+	var setups []*SetupShare
+	for i := 1; i <= 3; i++ {
+		p, _ := NewParty(f, PartyID(i), link)
+		s, _ := p.Setup()
+		ps, setups = append(ps, p), append(setups, wire(t, s, f.UnmarshalSetupShare))
+	}
+	// The server's keys: its own X25519 key and key pair, made as a party
+	// would, tagged under a link secret of its choosing.
+	server, _ := NewParty(f, 2, bytes.Repeat([]byte{0x33}, 32))
+	srv, _ := server.Setup()
+	again, _ := NewParty(f, 2, link) // a second genuine instance of member 2
+	other, _ := again.Setup()
+
+	forge := map[string]func(s *SetupShare){
+		"x25519": func(s *SetupShare) { s.X25519 = srv.X25519 },
+		"ckg":    func(s *SetupShare) { s.CKG = srv.CKG },
+		"own":    func(s *SetupShare) { s.Own = srv.Own },
+		// every field and tag of the server's own setup under id 2
+		"x25519 ": func(s *SetupShare) { *s = *srv },
+		// X25519 key and its tag from another genuine setup of member 2
+		"ckg ": func(s *SetupShare) { s.X25519, s.Auth[0] = other.X25519, other.Auth[0] },
+	}
+	outsider, _ := NewParty(f, 50, link)
+	for name, change := range forge {
+		field := strings.TrimSpace(name)
+		forged := *setups[1]
+		change(&forged)
+		set := []*SetupShare{setups[0], wire(t, &forged, f.UnmarshalSetupShare), setups[2]}
+		check := func(who string, err error) {
+			t.Helper()
+			if err == nil {
+				t.Errorf("%s accepted a setup with member 2's %s swapped", who, name)
+			} else if !strings.Contains(err.Error(), "party 2") || !strings.Contains(err.Error(), "field "+field) {
+				t.Errorf("%s, %s swapped: error %q names no member 2 or field %s", who, name, err, field)
+			}
+		}
+		_, err := ps[0].Deal(set)
+		check("member 1 (Deal)", err)
+		check("member 3 (Receive)", ps[2].Receive(set, nil))
+		check("outsider (AcceptSetups)", outsider.AcceptSetups(set))
+	}
+	// The whole genuine set passes.
+	if _, err := ps[0].Deal(setups); err != nil {
+		t.Fatal(err)
+	}
+	if err := outsider.AcceptSetups(setups); err != nil {
+		t.Fatal(err)
+	}
+
+	// A switching share towards a swapped own public key.
+	fs, parties := federation(t, 3, 2)
+	sl, _ := parties[0].Sealer()
+	c, _ := sl.Seal(values(fs.Scheme().ChunkLen(), 1))
+	victim := wire(t, parties[2].PublicKey(), fs.UnmarshalOwnPublicKey)
+	evil, _ := NewParty(fs, 3, bytes.Repeat([]byte{0x33}, 32))
+	swapped := *victim
+	swapped.P0 = evil.PublicKey().P0
+	if _, err := parties[0].SwitchShare(c, []PartyID{1, 2}, &swapped); err == nil || !strings.Contains(err.Error(), "party 3") || !strings.Contains(err.Error(), "field p0") {
+		t.Errorf("switching share towards a swapped own key: %v", err)
+	}
+	if _, err := parties[0].SwitchShare(c, []PartyID{1, 2}, evil.PublicKey()); err == nil {
+		t.Error("switching share towards a key tagged under another link secret")
+	}
+	if _, err := parties[0].SwitchShare(c, []PartyID{1, 2}, victim); err != nil {
 		t.Fatal(err)
 	}
 }

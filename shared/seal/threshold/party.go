@@ -29,13 +29,15 @@ import (
 // crypto/rand (HKDF-SHA256 under distinct labels, then Lattigo's keyed
 // samplers): a tab that reloads in the middle of setup produces the same
 // setup share and deals the same Shamir shares again, and its stored state
-// is the seed plus the Shamir share.
+// is the seed plus the Shamir share. The party also keeps the key of the
+// setup messages' HMAC tags, derived from the federation link secret.
 type Party struct {
 	f    *Federation
 	id   PartyID
 	seed [32]byte
+	mac  []byte // HMAC-SHA256 key of setup shares and own public keys
 
-	own   *seal.BGVKey // own key pair: opens what is switched to this party
+	own   *rlwe.SecretKey // own key: opens what is switched to this party
 	ownPK *OwnPublicKey
 
 	// Key committee members only.
@@ -45,45 +47,48 @@ type Party struct {
 	thr   mhe.Thresholdizer
 	tsk   *mhe.ShamirSecretShare // sum over dealers j of f_j(id); nil until Receive
 	cmb   mhe.Combiner
-	pcks  *mhe.PublicKeySwitchProtocol
 
 	cpk *CollectivePublicKey // nil until Receive (or SetCollectiveKey)
 }
 
-// NewParty creates participant id's secrets from crypto/rand. A committee
-// member (f.IsMember(id)) goes through setup (Setup, Deal, Receive); any
-// other participant only publishes its own public key and seals once it has
-// the collective key (SetCollectiveKey).
-func NewParty(f *Federation, id PartyID) (*Party, error) {
+// NewParty creates participant id's secrets from crypto/rand; linkSecret is
+// the federation link secret (the server never sees it), from which the
+// party derives the key that authenticates setup shares and own public keys.
+// A committee member (f.IsMember(id)) goes through setup (Setup, Deal,
+// Receive); any other participant only publishes its own public key and
+// seals once it has the collective key (AcceptSetups, or SetCollectiveKey).
+func NewParty(f *Federation, id PartyID, linkSecret []byte) (*Party, error) {
 	var seed [32]byte
 	if _, err := rand.Read(seed[:]); err != nil {
 		return nil, fmt.Errorf("threshold: party seed: %w", err)
 	}
-	return newParty(f, id, seed)
+	return newParty(f, id, seed, linkSecret)
 }
 
-func newParty(f *Federation, id PartyID, seed [32]byte) (*Party, error) {
+func newParty(f *Federation, id PartyID, seed [32]byte, linkSecret []byte) (*Party, error) {
 	if id == 0 {
 		return nil, errors.New("threshold: party id 0")
 	}
 	p := &Party{f: f, id: id, seed: seed}
 	var err error
-	if p.own, err = f.s.NewKey(p.derive("own secret key")); err != nil {
+	if p.mac, err = f.linkKey(linkSecret, setupMACPurpose); err != nil {
+		return nil, err
+	}
+	if p.own, err = f.s.NewSecretKey(p.derive("own secret key")); err != nil {
 		return nil, fmt.Errorf("threshold: own key: %w", err)
 	}
-	p0, err := f.rlweShare(p.own.SecretKey(), f.ownCRP, p.derive("own public key noise"))
+	p0, err := f.rlweShare(p.own, f.ownCRP, p.derive("own public key noise"))
 	if err != nil {
 		return nil, err
 	}
 	p.ownPK = &OwnPublicKey{f: f, ID: id, P0: p0}
+	p.ownPK.Auth = f.ownMAC(p.mac, id, p0)
 	if !f.IsMember(id) {
 		return p, nil
 	}
-	key, err := f.s.NewKey(p.derive("collective secret share"))
-	if err != nil {
+	if p.sk, err = f.s.NewSecretKey(p.derive("collective secret share")); err != nil {
 		return nil, fmt.Errorf("threshold: secret share: %w", err)
 	}
-	p.sk = key.SecretKey()
 	xs := p.derive("x25519")
 	if p.x, err = ecdh.X25519().NewPrivateKey(xs[:]); err != nil {
 		return nil, fmt.Errorf("threshold: X25519 key: %w", err)
@@ -155,8 +160,9 @@ func (p *Party) PublicKey() *OwnPublicKey { return p.ownPK }
 
 // Setup returns the party's setup share for the server: its collective
 // public key share, its X25519 public key (for the Shamir shares dealt to
-// it) and its own public key. The same party returns the same share every
-// time, also after a restore.
+// it) and its own public key, each with an HMAC tag under the link secret's
+// key. The same party returns the same share every time, also after a
+// restore.
 func (p *Party) Setup() (*SetupShare, error) {
 	if p.sk == nil {
 		return nil, fmt.Errorf("threshold: party %d is not on the key committee", p.id)
@@ -165,7 +171,33 @@ func (p *Party) Setup() (*SetupShare, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SetupShare{f: p.f, From: p.id, X25519: [32]byte(p.x.PublicKey().Bytes()), CKG: ckg, Own: p.ownPK.P0}, nil
+	s := &SetupShare{f: p.f, From: p.id, X25519: [32]byte(p.x.PublicKey().Bytes()), CKG: ckg, Own: p.ownPK.P0}
+	for i := range s.Auth {
+		s.Auth[i] = p.f.setupMAC(p.mac, s, i)
+	}
+	return s, nil
+}
+
+// setups indexes the setup shares of the whole committee and checks every
+// tag of every share: a share the server (or anyone without the link
+// secret) changed is refused with an error naming the member and the
+// field. It also checks that this member's own share came back unchanged.
+func (p *Party) setups(setups []*SetupShare) (map[PartyID]*SetupShare, error) {
+	byID, err := p.f.indexSetups(setups)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range p.f.ids {
+		if err := p.f.checkSetup(p.mac, byID[id]); err != nil {
+			return nil, err
+		}
+	}
+	if p.sk != nil {
+		if err := p.checkOwnSetup(byID[p.id]); err != nil {
+			return nil, err
+		}
+	}
+	return byID, nil
 }
 
 // Deal returns the party's Shamir shares of its secret share, one for every
@@ -176,11 +208,8 @@ func (p *Party) Deal(setups []*SetupShare) ([]*EncryptedShare, error) {
 	if p.sk == nil {
 		return nil, fmt.Errorf("threshold: party %d is not on the key committee", p.id)
 	}
-	byID, err := p.f.indexSetups(setups)
+	byID, err := p.setups(setups)
 	if err != nil {
-		return nil, err
-	}
-	if err := p.checkOwnSetup(byID[p.id]); err != nil {
 		return nil, err
 	}
 	share := p.thr.AllocateThresholdSecretShare()
@@ -206,7 +235,7 @@ func (p *Party) checkOwnSetup(got *SetupShare) error {
 	if err != nil {
 		return err
 	}
-	if got.X25519 != want.X25519 || !equalPoly(got.CKG, want.CKG) || !equalPoly(got.Own, want.Own) {
+	if got.X25519 != want.X25519 || !equalPoly(got.CKG, want.CKG) || !equalPoly(got.Own, want.Own) || got.Auth != want.Auth {
 		return fmt.Errorf("threshold: the setup share under party %d's id is not the one it sent", p.id)
 	}
 	return nil
@@ -271,16 +300,14 @@ func newGCM(key []byte) (cipher.AEAD, error) {
 // Receive completes the party's setup: it decrypts the Shamir shares the
 // other members dealt to it (exactly one from each), adds them and its own
 // into its threshold share, and adds the setup shares into the collective
-// public key. It checks that its own setup share is among them unchanged.
+// public key. It checks the tags of every setup share and that its own is
+// among them unchanged.
 func (p *Party) Receive(setups []*SetupShare, shares []*EncryptedShare) error {
 	if p.sk == nil {
 		return fmt.Errorf("threshold: party %d is not on the key committee", p.id)
 	}
-	byID, err := p.f.indexSetups(setups)
+	byID, err := p.setups(setups)
 	if err != nil {
-		return err
-	}
-	if err := p.checkOwnSetup(byID[p.id]); err != nil {
 		return err
 	}
 	tsk := p.thr.AllocateThresholdSecretShare()
@@ -329,8 +356,25 @@ func (p *Party) Receive(setups []*SetupShare, shares []*EncryptedShare) error {
 // for a committee member, take part in opening (it has its Shamir share).
 func (p *Party) Ready() bool { return p.cpk != nil && (p.sk == nil || p.tsk != nil) }
 
+// AcceptSetups gives a participant outside the committee the collective
+// public key from the committee's setup shares, whose tags it checks as the
+// members do (members compute the key in Receive): the server cannot slip it
+// a key of its own. It costs n setup shares of download instead of one key.
+func (p *Party) AcceptSetups(setups []*SetupShare) error {
+	if _, err := p.setups(setups); err != nil {
+		return err
+	}
+	cpk, err := p.f.AggregatePublicKey(setups)
+	if err != nil {
+		return err
+	}
+	p.cpk = cpk
+	return nil
+}
+
 // SetCollectiveKey gives a participant outside the committee the collective
-// public key the server aggregated (members compute it themselves).
+// public key the server aggregated, trusting the server (AcceptSetups
+// checks the shares it is made of).
 func (p *Party) SetCollectiveKey(cpk *CollectivePublicKey) error {
 	if cpk == nil || cpk.f != p.f {
 		return errors.New("threshold: collective key of another federation")
@@ -351,9 +395,11 @@ func (p *Party) Sealer() (*Sealer, error) {
 }
 
 // SwitchShare returns the party's share of switching chunk c, a sum of
-// chunks sealed under the collective key, to target's own key. active is the
-// set of t committee members (ascending, this party among them) whose shares
-// the server will add: every one of them must be given the same set.
+// chunks sealed under the collective key, to target's own key, whose tag
+// must check under the link secret (a key the server swapped is refused,
+// naming the participant and the field). active is the set of t committee
+// members (ascending, this party among them) whose shares the server will
+// add: every one of them must be given the same set.
 func (p *Party) SwitchShare(c seal.Chunk, active []PartyID, target *OwnPublicKey) (*SwitchShare, error) {
 	if p.tsk == nil {
 		return nil, fmt.Errorf("threshold: party %d has no Shamir share (not on the committee, or setup not complete)", p.id)
@@ -367,16 +413,12 @@ func (p *Party) SwitchShare(c seal.Chunk, active []PartyID, target *OwnPublicKey
 	if target == nil || target.f != p.f {
 		return nil, errors.New("threshold: target key of another federation")
 	}
+	if err := p.f.checkOwn(p.mac, target); err != nil {
+		return nil, err
+	}
 	ct, err := p.f.s.Ciphertext(c)
 	if err != nil {
 		return nil, fmt.Errorf("threshold: switch: %w", err)
-	}
-	if p.pcks == nil {
-		pcks, err := mhe.NewPublicKeySwitchProtocol(p.f.params, ring.DiscreteGaussian{Sigma: p.f.flood, Bound: 6 * p.f.flood})
-		if err != nil {
-			return nil, fmt.Errorf("threshold: switching protocol: %w", err)
-		}
-		p.pcks = &pcks
 	}
 	// The additive share of s for this active set: the Shamir share times
 	// the party's Lagrange coefficient at 0.
@@ -384,13 +426,49 @@ func (p *Party) SwitchShare(c seal.Chunk, active []PartyID, target *OwnPublicKey
 	if err := p.cmb.GenAdditiveShare(shamirPoints(active), mhe.ShamirPublicPoint(p.id), *p.tsk, add); err != nil {
 		return nil, fmt.Errorf("threshold: combine: %w", err)
 	}
-	share := p.pcks.AllocateShare(ct.Level())
-	p.pcks.GenShare(add, p.f.publicKey(target.P0, p.f.ownCRP), ct, &share)
+	h, err := p.f.switchShare(add, target, ct)
 	for _, row := range add.Value.Q.Coeffs { // the additive share opens with the others' only
 		clear(row)
 	}
-	return &SwitchShare{f: p.f, From: p.id, Target: target.ID, Active: slices.Clone(active), Digest: p.f.digest(ct),
-		Value: [2]ring.Poly{share.Value[0], share.Value[1]}}, nil
+	if err != nil {
+		return nil, err
+	}
+	return &SwitchShare{f: p.f, From: p.id, Target: target.ID, Active: slices.Clone(active), Digest: p.f.digest(ct), Value: h}, nil
+}
+
+// switchShare is mhe.PublicKeySwitchProtocol.GenShare written out with the
+// samplers of sampling.go: for the additive share s' of this member, the
+// target's own public key (p0, p1) and the chunk's c1,
+//
+//	h0 = s'*c1 + u*p0 + flood,  h1 = u*p1 + e1,
+//
+// u ternary, e1 centered binomial, flood uniform on [-2^FloodBits,
+// 2^FloodBits). The server adds the t shares of an active set to
+// (c0, 0): the sum of the s'_i is s, so c0 + s*c1 = m/t + e becomes a
+// ciphertext of m under the target's key, its noise e plus every share's
+// u*e_P + flood + s_P*e1 (noise.go).
+func (f *Federation) switchShare(add *rlwe.SecretKey, target *OwnPublicKey, ct *rlwe.Ciphertext) ([2]ring.Poly, error) {
+	rq := f.params.RingQ()
+	qs := f.params.Q()
+	r, err := stream()
+	if err != nil {
+		return [2]ring.Poly{}, err
+	}
+	h := [2]ring.Poly{rq.NewPoly(), rq.NewPoly()}
+	sampleFlood(r, f.flood, h[0], qs)
+	rq.NTT(h[0], h[0])
+	sampleBinomial(r, h[1], qs)
+	rq.NTT(h[1], h[1])
+	u := rq.NewPoly()
+	sampleTernary(r, u, qs)
+	rq.NTT(u, u)
+	rq.MulCoeffsMontgomeryThenAdd(u, target.P0, h[0])
+	rq.MulCoeffsMontgomeryThenAdd(u, f.ownCRP.Value.Q, h[1])
+	rq.MulCoeffsMontgomeryThenAdd(ct.Value[1], add.Value.Q, h[0])
+	for _, row := range u.Coeffs {
+		clear(row)
+	}
+	return h, nil
 }
 
 // Open opens a chunk the server switched to this party's own key.
@@ -401,7 +479,7 @@ func (p *Party) Open(sw *Switched) ([]float64, error) {
 	if sw.To != p.id {
 		return nil, fmt.Errorf("threshold: chunk switched to party %d, this is party %d", sw.To, p.id)
 	}
-	vals, err := p.own.Open(sw.Chunk)
+	vals, err := p.f.s.Open(p.own, sw.Chunk)
 	if err != nil {
 		return nil, fmt.Errorf("threshold: open: %w", err)
 	}

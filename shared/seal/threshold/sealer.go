@@ -5,21 +5,26 @@ import (
 	"fmt"
 
 	"github.com/hyfed/hyfed/shared/seal"
-	"github.com/tuneinsight/lattigo/v5/core/rlwe"
 	"github.com/tuneinsight/lattigo/v5/ring"
 	"github.com/tuneinsight/lattigo/v5/schemes/bgv"
 )
 
-// Sealer seals chunks under the collective public key: Lattigo's public-key
-// encryption (u*p + (m/t + e0, e1), u ternary, e Gaussian, from crypto/rand)
-// of shared/seal's fixed-point plaintext, so the chunks are the BGV scheme's
-// and the server adds them with seal.BGV.Add. It implements seal.Key for
-// sealing (seal.SealSlots); it cannot open. Not safe for concurrent use:
-// one per goroutine.
+// Sealer seals chunks under the collective public key (p0, p1): the RLWE
+// public-key encryption Lattigo's encryptor computes,
+//
+//	c0 = u*p0 + e0 + m/t,  c1 = u*p1 + e1,
+//
+// with u ternary and e0, e1 centered binomial from a fresh ChaCha8 stream
+// keyed by crypto/rand (sampling.go), written out on Lattigo's ring
+// arithmetic: about 4x faster than rlwe.Encryptor (BenchmarkSeal). The
+// plaintext is seal.ThresholdBGV's fixed point, so the server adds the
+// chunks with seal.ThresholdBGV.Add. It implements seal.Key for sealing
+// (seal.SealSlots); it cannot open. Not safe for concurrent use: one per
+// goroutine.
 type Sealer struct {
-	f   *Federation
-	enc *rlwe.Encryptor
-	buf ring.Poly
+	f      *Federation
+	p0, p1 ring.Poly // NTT and Montgomery domains
+	u      ring.Poly
 }
 
 // NewSealer returns a sealer under the collective public key.
@@ -27,28 +32,45 @@ func (f *Federation) NewSealer(cpk *CollectivePublicKey) (*Sealer, error) {
 	if cpk == nil || cpk.f != f {
 		return nil, errors.New("threshold: collective key of another federation")
 	}
-	return &Sealer{f: f, enc: rlwe.NewEncryptor(f.params, f.publicKey(cpk.P0, f.ckgCRP)), buf: f.params.RingQ().NewPoly()}, nil
+	rq := f.params.RingQ()
+	return &Sealer{f: f, p0: cpk.P0, p1: f.ckgCRP.Value.Q, u: rq.NewPoly()}, nil
 }
 
 // Scheme implements seal.Key.
 func (k *Sealer) Scheme() seal.Scheme { return k.f.s }
 
 // Seal implements seal.Key: ChunkLen values on the fixed-point grid within
-// ±seal.MaxAbs. The chunk travels unseeded (16 bytes a value): c1 = u*p1 + e1
+// ±seal.MaxAbs. The chunk travels whole (32 bytes a value): c1 = u*p1 + e1
 // is not the expansion of a seed.
 func (k *Sealer) Seal(vals []float64) (seal.Chunk, error) {
-	if err := k.f.s.EncodeScaled(vals, k.buf); err != nil {
-		return nil, fmt.Errorf("threshold: seal: %w", err)
+	f := k.f
+	rq := f.params.RingQ()
+	qs := f.params.Q()
+	r, err := stream()
+	if err != nil {
+		return nil, err
 	}
-	ct := bgv.NewCiphertext(k.f.params, 1, k.f.params.MaxLevel())
+	ct := bgv.NewCiphertext(f.params, 1, f.params.MaxLevel())
 	ct.IsBatched = false
-	if err := k.enc.EncryptZero(ct); err != nil {
+	c0, c1 := ct.Value[0], ct.Value[1]
+	// m/t + e0, into c0 (coefficient domain), then NTT.
+	if err := f.s.EncodeScaled(vals, c0); err != nil {
 		return nil, fmt.Errorf("threshold: seal: %w", err)
 	}
-	rq := k.f.params.RingQ()
-	rq.NTT(k.buf, k.buf)
-	rq.Add(ct.Value[0], k.buf, ct.Value[0])
-	return k.f.s.WrapCiphertext(ct)
+	addBinomial(r, c0, qs)
+	rq.NTT(c0, c0)
+	// e1, into c1.
+	sampleBinomial(r, c1, qs)
+	rq.NTT(c1, c1)
+	// + u*p0, u*p1.
+	sampleTernary(r, k.u, qs)
+	rq.NTT(k.u, k.u)
+	rq.MulCoeffsMontgomeryThenAdd(k.u, k.p0, c0)
+	rq.MulCoeffsMontgomeryThenAdd(k.u, k.p1, c1)
+	for _, row := range k.u.Coeffs {
+		clear(row)
+	}
+	return f.s.WrapCiphertext(ct)
 }
 
 // Open implements seal.Key: no participant can open a chunk under the

@@ -52,9 +52,10 @@ func (f *Federation) AggregatePublicKey(setups []*SetupShare) (*CollectivePublic
 	return &CollectivePublicKey{f: f, P0: agg.Value.Q}, nil
 }
 
-// OwnPublicKey returns the own public key a setup share carries.
+// OwnPublicKey returns the own public key a setup share carries, with its
+// tag.
 func (s *SetupShare) OwnPublicKey() *OwnPublicKey {
-	return &OwnPublicKey{f: s.f, ID: s.From, P0: s.Own}
+	return &OwnPublicKey{f: s.f, ID: s.From, P0: s.Own, Auth: s.Auth[2]}
 }
 
 // AggregateSwitch adds the switching shares of exactly t committee members,

@@ -1,9 +1,7 @@
 package threshold
 
 import (
-	"crypto/hkdf"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -16,7 +14,7 @@ import (
 // follows), the Shamir share, the collective public key. The key is HKDF-SHA256
 // of the federation link secret (which the server never sees) salted with
 // the federation tag: a stolen copy of the tab's storage alone opens nothing.
-// Size: 61 bytes + 32 kB a polynomial.
+// Size: 61 bytes + 64 kB a polynomial.
 
 const (
 	stateMagic0, stateMagic1 = 'h', 'k'
@@ -24,9 +22,6 @@ const (
 	stateHeader              = 3 + tagLen + 4
 	flagShare                = 1
 	flagCollective           = 2
-	// MinLinkSecret is the shortest link secret Save accepts (hyfed's is 32
-	// random bytes).
-	MinLinkSecret = 16
 )
 
 // ErrWrongLinkSecret: the state does not decrypt under the given link
@@ -34,12 +29,9 @@ const (
 var ErrWrongLinkSecret = errors.New("threshold: stored state does not decrypt with this link secret (wrong secret, or tampered state)")
 
 func (f *Federation) stateAEAD(link []byte) (aeadFn, error) {
-	if len(link) < MinLinkSecret {
-		return nil, fmt.Errorf("threshold: link secret of %d bytes, want at least %d", len(link), MinLinkSecret)
-	}
-	k, err := hkdf.Key(sha256.New, link, f.tag[:], "hyfed threshold party state v1", 32)
+	k, err := f.linkKey(link, "hyfed threshold party state v1")
 	if err != nil {
-		return nil, fmt.Errorf("threshold: state key: %w", err)
+		return nil, err
 	}
 	a, err := newGCM(k)
 	if err != nil {
@@ -122,7 +114,7 @@ func Restore(f *Federation, state, linkSecret []byte) (*Party, error) {
 	if len(plain) < 33 {
 		return nil, fmt.Errorf("threshold: stored state holds %d bytes, want at least 33", len(plain))
 	}
-	p, err := newParty(f, id, [32]byte(plain[:32]))
+	p, err := newParty(f, id, [32]byte(plain[:32]), linkSecret)
 	if err != nil {
 		return nil, err
 	}

@@ -3,20 +3,30 @@
 // fewer than t participants, holds a key that opens another participant's
 // chunks.
 //
+// Chunks are seal.ThresholdBGV's: the BGV plaintext modulus and fixed-point
+// encoding of the shared-key scheme over a two-prime modulus (Q < 2^109, the
+// 128-bit bound at ring degree 2^12), which leaves room for a collective
+// public key's noise, for flooding noise in key switching and for sums of
+// any realistic length (Federation.MaxSums).
+//
 // The key committee (Config.Parties, n parties) generates a collective public
 // key with Lattigo's multiparty layer (mhe): each member keeps a secret share
 // s_i, publishes crp*s_i + e_i for a common random polynomial crp drawn from
 // the federation id, and the shares add up to a public key of s = sum s_i.
 // Each member then deals t-of-n Shamir shares of its s_i to the others
 // (mhe.Thresholdizer), encrypted for each recipient with X25519, HKDF and
-// AES-GCM because they travel through the server. Anyone with the collective
-// public key seals chunks under it (Sealer); they are ordinary chunks of
-// shared/seal's BGV scheme, so the server adds them with seal.BGV.Add. To
-// open a sum for a participant P, t live members each send a public-key
-// switching share towards P's own public key (mhe.PublicKeySwitchProtocol
-// with their Shamir share turned into an additive share of s for that active
-// set by mhe.Combiner); the server adds the shares into a chunk under P's
-// own key, which P opens like any BGV chunk, bit for bit.
+// AES-GCM because they travel through the server; every setup share carries
+// HMAC-SHA256 tags under a key derived from the federation link secret, which
+// the server never sees, so the server cannot substitute a member's X25519
+// key, key share or own public key. Anyone with the collective public key
+// seals chunks under it (Sealer: public-key encryption written out on
+// Lattigo's ring arithmetic); the server adds them with seal.ThresholdBGV.Add.
+// To open a sum for a participant P, t live members each send a public-key
+// switching share towards P's own public key (Lattigo's
+// PublicKeySwitchProtocol share, with their Shamir share turned into an
+// additive share of s for that active set by mhe.Combiner, and uniform
+// flooding noise of 2^FloodBits); the server adds the shares into a chunk
+// under P's own key, which P opens bit for bit.
 //
 // Participant side: Party. Server side: the methods of Federation, which
 // hold public data only. docs/encryption.md, "Threshold keys (issue 19): the
@@ -24,6 +34,7 @@
 package threshold
 
 import (
+	"crypto/hkdf"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -31,10 +42,7 @@ import (
 	"slices"
 
 	"github.com/hyfed/hyfed/shared/seal"
-	"github.com/tuneinsight/lattigo/v5/core/rlwe"
 	"github.com/tuneinsight/lattigo/v5/mhe"
-	"github.com/tuneinsight/lattigo/v5/ring"
-	"github.com/tuneinsight/lattigo/v5/ring/ringqp"
 	"github.com/tuneinsight/lattigo/v5/schemes/bgv"
 	"github.com/tuneinsight/lattigo/v5/utils/sampling"
 )
@@ -57,21 +65,20 @@ type Config struct {
 	// Threshold is t: any t live committee members open a chunk for an
 	// entitled participant; t-1 of them together with the server cannot.
 	Threshold int
-	// Flood is the standard deviation of the flooding noise each switching
-	// share adds; 0 means DefaultFlood. See NoiseStd for the budget it uses.
-	Flood float64
+	// FloodBits sets the flooding noise each switching share adds: uniform
+	// on [-2^FloodBits, 2^FloodBits). 0 means DefaultFloodBits(t), the
+	// largest the noise budget allows with room to spare; New refuses a value
+	// that leaves no budget for even one sum.
+	FloodBits int
 }
 
-// DefaultFlood is the flooding noise of a switching share when Config.Flood
-// is 0: as large as the fixed parameters' 13-bit noise budget allows while a
-// sum of a few sealed chunks still opens (docs/encryption.md). It hides the
-// share's own noise from the server, not the collective secret's imprint on
-// the noise from the opener: statistical flooding needs a larger modulus.
-const DefaultFlood = 64
-
-// MaxParties bounds the committee: a member receives n-1 shares of 32 kB
+// MaxParties bounds the committee: a member receives n-1 shares of 64 kB
 // each and every switching share names the t active ids.
 const MaxParties = 1024
+
+// MaxFloodBits bounds Config.FloodBits (the sampler draws FloodBits+1 bits
+// of a 64-bit word).
+const MaxFloodBits = 62
 
 // Validate reports the first problem of the configuration.
 func (c Config) Validate() error {
@@ -95,8 +102,8 @@ func (c Config) Validate() error {
 		}
 		seen[id] = true
 	}
-	if c.Flood < 0 || c.Flood > 1<<20 {
-		return fmt.Errorf("threshold: flooding noise %g, want 0 to 2^20", c.Flood)
+	if c.FloodBits < 0 || c.FloodBits > MaxFloodBits {
+		return fmt.Errorf("threshold: flooding noise of 2^%d, want 2^1 to 2^%d (0 for the default)", c.FloodBits, MaxFloodBits)
 	}
 	return nil
 }
@@ -107,10 +114,10 @@ func (c Config) Validate() error {
 // methods, and every message decoder is one too (to check ids against the
 // committee). It is safe for concurrent use.
 type Federation struct {
-	s      *seal.BGV
+	s      *seal.ThresholdBGV
 	params bgv.Parameters
 	cfg    Config
-	flood  float64
+	flood  int // log2 of the flooding bound
 	tag    [tagLen]byte
 	member map[PartyID]bool
 	ids    []PartyID // sorted committee
@@ -122,19 +129,23 @@ type Federation struct {
 
 const tagLen = 8
 
-// New returns the public context of cfg over scheme s (seal's BGV scheme:
-// threshold chunks are its chunks).
-func New(s *seal.BGV, cfg Config) (*Federation, error) {
+// New returns the public context of cfg over the threshold BGV scheme
+// (seal.ThresholdScheme: threshold chunks are its chunks).
+func New(s *seal.ThresholdBGV, cfg Config) (*Federation, error) {
 	if s == nil {
-		return nil, errors.New("threshold: no BGV scheme")
+		return nil, errors.New("threshold: no threshold BGV scheme")
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg.Parties = slices.Clone(cfg.Parties)
-	f := &Federation{s: s, params: s.Params(), cfg: cfg, flood: cfg.Flood, member: map[PartyID]bool{}}
+	f := &Federation{s: s, params: s.Params(), cfg: cfg, flood: cfg.FloodBits, member: map[PartyID]bool{}}
 	if f.flood == 0 {
-		f.flood = DefaultFlood
+		f.flood = f.defaultFloodBits()
+	}
+	if f.maxSums() < 1 {
+		return nil, fmt.Errorf("threshold: flooding noise of 2^%d with t = %d leaves no noise budget for a sum (the default is 2^%d)",
+			f.flood, cfg.Threshold, f.defaultFloodBits())
 	}
 	for _, id := range cfg.Parties {
 		f.member[id] = true
@@ -158,7 +169,7 @@ func New(s *seal.BGV, cfg Config) (*Federation, error) {
 // threshold and parameter set, so a message of another one is refused.
 func federationTag(p bgv.Parameters, cfg Config, ids []PartyID) (tag [tagLen]byte) {
 	h := sha256.New()
-	h.Write([]byte("hyfed threshold federation v1\x00"))
+	h.Write([]byte("hyfed threshold federation v2\x00"))
 	h.Write([]byte{byte(len(cfg.Federation))})
 	h.Write([]byte(cfg.Federation))
 	var b []byte
@@ -176,6 +187,26 @@ func federationTag(p bgv.Parameters, cfg Config, ids []PartyID) (tag [tagLen]byt
 	copy(tag[:], h.Sum(nil))
 	return tag
 }
+
+// MinLinkSecret is the shortest link secret NewParty, Save and Restore
+// accept (hyfed's is 32 random bytes).
+const MinLinkSecret = 16
+
+// linkKey derives a 32-byte key for one purpose from the federation link
+// secret (which the server never sees), salted with the federation tag.
+func (f *Federation) linkKey(link []byte, purpose string) ([]byte, error) {
+	if len(link) < MinLinkSecret {
+		return nil, fmt.Errorf("threshold: link secret of %d bytes, want at least %d", len(link), MinLinkSecret)
+	}
+	k, err := hkdf.Key(sha256.New, link, f.tag[:], purpose, 32)
+	if err != nil {
+		return nil, fmt.Errorf("threshold: link key: %w", err)
+	}
+	return k, nil
+}
+
+// setupMACPurpose labels the key of the setup messages' HMAC tags.
+const setupMACPurpose = "hyfed threshold setup authentication v1"
 
 // crp draws a common random polynomial from the common reference string of
 // the federation: a keyed BLAKE2 stream every party reproduces from public
@@ -196,8 +227,12 @@ func (f *Federation) Config() Config {
 	return c
 }
 
-// Scheme returns the BGV scheme whose chunks the threshold keys seal.
-func (f *Federation) Scheme() *seal.BGV { return f.s }
+// Scheme returns the scheme whose chunks the threshold keys seal.
+func (f *Federation) Scheme() *seal.ThresholdBGV { return f.s }
+
+// FloodBits returns log2 of the bound of each switching share's flooding
+// noise.
+func (f *Federation) FloodBits() int { return f.flood }
 
 // Threshold returns t.
 func (f *Federation) Threshold() int { return f.cfg.Threshold }
@@ -207,13 +242,6 @@ func (f *Federation) IsMember(id PartyID) bool { return f.member[id] }
 
 // Members returns the committee ids in ascending order.
 func (f *Federation) Members() []PartyID { return slices.Clone(f.ids) }
-
-// publicKey returns the Lattigo public key (p0, p1) of a wire polynomial p0.
-func (f *Federation) publicKey(p0 ring.Poly, crp mhe.PublicKeyGenCRP) *rlwe.PublicKey {
-	pk := rlwe.NewPublicKey(f.params)
-	f.ckg.GenPublicKey(mhe.PublicKeyGenShare{Value: ringqp.Poly{Q: p0}}, crp, pk)
-	return pk
-}
 
 // checkActive checks an active set: exactly t committee ids, ascending. The
 // combiner uses the first t points of the list it is given, so a longer list

@@ -2,6 +2,8 @@ package threshold
 
 import (
 	"crypto/ecdh"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,17 +14,17 @@ import (
 )
 
 // The messages that cross the network. Every one starts with a 12-byte
-// header: "ht", format version 1, the message type, and the 8-byte tag of the
+// header: "ht", format version 2, the message type, and the 8-byte tag of the
 // federation (its id, committee, threshold and parameters), so a message of
 // another federation or kind is refused before its body is read. Polynomials
-// travel as little-endian uint64 coefficients, each below its prime (32 kB
-// at N = 4096). Every decoder is a method of Federation, checks every field
+// travel as little-endian uint64 coefficients, each below its prime, the
+// rows of q1 then of q2 (64 kB at N = 4096). Every decoder is a method of Federation, checks every field
 // against it and the exact length, and returns an error naming the field,
 // never panics (FuzzUnmarshal*).
 
 const (
 	magic0, magic1 = 'h', 't'
-	wireVersion    = 1
+	wireVersion    = 2
 	headerLen      = 4 + tagLen
 
 	msgSetup      = 1
@@ -35,6 +37,7 @@ const (
 	nonceLen = 12
 	gcmTag   = 16
 	digestB  = 32
+	macLen   = sha256.Size
 )
 
 var msgNames = map[byte]string{msgSetup: "setup share", msgOwnKey: "own public key", msgCollective: "collective public key",
@@ -42,21 +45,90 @@ var msgNames = map[byte]string{msgSetup: "setup share", msgOwnKey: "own public k
 
 // SetupShare is a committee member's first message (member -> server -> every
 // member): its collective public key share crp*s_i + e_i, its X25519 public
-// key and its own public key.
+// key and its own public key, each with an HMAC-SHA256 tag under a key
+// derived from the link secret (setupMAC), which every receiving party
+// checks (the server cannot: it lacks the secret).
 type SetupShare struct {
 	f      *Federation
 	From   PartyID
 	X25519 [32]byte
 	CKG    ring.Poly // share of p0 of the collective public key
 	Own    ring.Poly // p0 of the member's own public key
+	// Auth holds the tags of the fields x25519, ckg and own (setupFields):
+	// Auth[2] is the own public key's tag (OwnPublicKey.Auth).
+	Auth [3][macLen]byte
 }
 
+// setupFields names the authenticated fields of a setup share, in the order
+// of their tags (and of the checks: the ckg tag covers the X25519 key too,
+// so a swapped X25519 key is named as such).
+var setupFields = [3]string{"x25519", "ckg", "own"}
+
 // OwnPublicKey is a participant's own public key (p0; p1 is the federation's
-// common random polynomial): the server switches sums to it.
+// common random polynomial): the server switches sums to it. Auth is the
+// owner's HMAC-SHA256 tag under the link secret's key: a committee member
+// makes no switching share towards a key whose tag does not check, so the
+// server cannot have a sum switched to a key of its own.
 type OwnPublicKey struct {
-	f  *Federation
-	ID PartyID
-	P0 ring.Poly
+	f    *Federation
+	ID   PartyID
+	P0   ring.Poly
+	Auth [macLen]byte
+}
+
+// setupMAC returns the tag of field i of a setup share: HMAC-SHA256 under the
+// link secret's key of the message header (magic, version, type, federation
+// tag), the member id, the field's name and its bytes; the ckg tag also
+// covers the X25519 key, which ties the share's fields together (two setups
+// of one member cannot be mixed). The own tag is that of the member's own
+// public key (ownMAC).
+func (f *Federation) setupMAC(key []byte, s *SetupShare, i int) [macLen]byte {
+	if setupFields[i] == "own" {
+		return f.ownMAC(key, s.From, s.Own)
+	}
+	m := hmac.New(sha256.New, key)
+	b := make([]byte, 0, headerLen+4+8+32+f.polyB)
+	b = append(b, f.header(msgSetup)...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(s.From))
+	b = append(append(b, setupFields[i]...), 0)
+	b = append(b, s.X25519[:]...)
+	if setupFields[i] == "ckg" {
+		b = f.appendPoly(b, s.CKG)
+	}
+	m.Write(b)
+	return [macLen]byte(m.Sum(nil))
+}
+
+// ownMAC returns the tag of an own public key: HMAC-SHA256 of its message
+// header, id and p0.
+func (f *Federation) ownMAC(key []byte, id PartyID, p0 ring.Poly) [macLen]byte {
+	m := hmac.New(sha256.New, key)
+	b := make([]byte, 0, headerLen+4+f.polyB)
+	b = append(b, f.header(msgOwnKey)...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(id))
+	m.Write(f.appendPoly(b, p0))
+	return [macLen]byte(m.Sum(nil))
+}
+
+// checkSetup checks the tags of a setup share, naming the member and the
+// first field that fails.
+func (f *Federation) checkSetup(key []byte, s *SetupShare) error {
+	for i, name := range setupFields {
+		want := f.setupMAC(key, s, i)
+		if !hmac.Equal(want[:], s.Auth[i][:]) {
+			return fmt.Errorf("threshold: setup share of party %d: field %s does not authenticate under the link secret (changed on its way: the server cannot make a valid tag)", s.From, name)
+		}
+	}
+	return nil
+}
+
+// checkOwn checks the tag of an own public key.
+func (f *Federation) checkOwn(key []byte, k *OwnPublicKey) error {
+	want := f.ownMAC(key, k.ID, k.P0)
+	if !hmac.Equal(want[:], k.Auth[:]) {
+		return fmt.Errorf("threshold: own public key of party %d: field p0 does not authenticate under the link secret (changed on its way: the server cannot make a valid tag)", k.ID)
+	}
+	return nil
 }
 
 // CollectivePublicKey is the federation's public key (p0; p1 is common).
@@ -217,7 +289,7 @@ func (r *reader) done() error {
 }
 
 // Marshal encodes the share: header, from (uint32), X25519 key (32 bytes),
-// CKG polynomial, own public key polynomial.
+// CKG polynomial, own public key polynomial, the three tags (32 bytes each).
 func (s *SetupShare) Marshal() ([]byte, error) {
 	if s == nil || s.f == nil {
 		return nil, errors.New("threshold: nil setup share")
@@ -226,7 +298,11 @@ func (s *SetupShare) Marshal() ([]byte, error) {
 	out = binary.LittleEndian.AppendUint32(out, uint32(s.From))
 	out = append(out, s.X25519[:]...)
 	out = s.f.appendPoly(out, s.CKG)
-	return s.f.appendPoly(out, s.Own), nil
+	out = s.f.appendPoly(out, s.Own)
+	for _, a := range s.Auth {
+		out = append(out, a[:]...)
+	}
+	return out, nil
 }
 
 // UnmarshalSetupShare decodes and validates a setup share.
@@ -242,20 +318,26 @@ func (f *Federation) UnmarshalSetupShare(b []byte) (*SetupShare, error) {
 	}
 	s.CKG = r.poly("ckg")
 	s.Own = r.poly("own")
+	for i, name := range setupFields {
+		if a := r.take("auth "+name, macLen); a != nil {
+			s.Auth[i] = [macLen]byte(a)
+		}
+	}
 	if err := r.done(); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// Marshal encodes the key: header, id (uint32), p0.
+// Marshal encodes the key: header, id (uint32), p0, tag (32 bytes).
 func (k *OwnPublicKey) Marshal() ([]byte, error) {
 	if k == nil || k.f == nil {
 		return nil, errors.New("threshold: nil own public key")
 	}
 	out := k.f.header(msgOwnKey)
 	out = binary.LittleEndian.AppendUint32(out, uint32(k.ID))
-	return k.f.appendPoly(out, k.P0), nil
+	out = k.f.appendPoly(out, k.P0)
+	return append(out, k.Auth[:]...), nil
 }
 
 // UnmarshalOwnPublicKey decodes and validates a participant's own public key
@@ -265,6 +347,9 @@ func (f *Federation) UnmarshalOwnPublicKey(b []byte) (*OwnPublicKey, error) {
 	k := &OwnPublicKey{f: f}
 	k.ID = r.id("id", false)
 	k.P0 = r.poly("p0")
+	if a := r.take("auth", macLen); a != nil {
+		k.Auth = [macLen]byte(a)
+	}
 	if err := r.done(); err != nil {
 		return nil, err
 	}
@@ -389,7 +474,7 @@ func (f *Federation) UnmarshalSwitchShare(b []byte) (*SwitchShare, error) {
 }
 
 // Marshal encodes the switched chunk: header, to (uint32), the chunk in
-// shared/seal's wire format.
+// seal.ThresholdBGV's wire format.
 func (s *Switched) Marshal() ([]byte, error) {
 	if s == nil || s.f == nil {
 		return nil, errors.New("threshold: nil switched chunk")
@@ -404,7 +489,7 @@ func (s *Switched) Marshal() ([]byte, error) {
 }
 
 // UnmarshalSwitched decodes and validates a switched chunk (its chunk with
-// seal.BGV.Unmarshal).
+// seal.ThresholdBGV.Unmarshal).
 func (f *Federation) UnmarshalSwitched(b []byte) (*Switched, error) {
 	r := f.open(b, msgSwitched)
 	s := &Switched{f: f}
