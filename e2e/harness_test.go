@@ -42,10 +42,10 @@ import (
 // pace: a passing test ends long before any of them.
 const (
 	browserLife  = 5 * time.Minute  // chromium is killed after this, whatever it is doing (TestCuriousServerLive: 127 to 172 s on 2 loaded cores)
-	callTimeout  = 15 * time.Second // one DevTools call (navigate, evaluate, screenshot)
+	callTimeout  = 30 * time.Second // one DevTools call (navigate, evaluate, screenshot, a click that downloads); generous for 2 loaded cores
 	pollTimeout  = 5 * time.Second  // one evaluation of waitJS's condition
 	dumpTimeout  = 3 * time.Second  // each call that describes a failed page (it may be hung)
-	nativeLife   = 90 * time.Second // native participants give up after this
+	nativeLife   = 3 * time.Minute  // native participants give up after this (TestDashboardConverged: 100 block rounds of MNIST quadrants:1)
 	startLimit   = 30 * time.Second // chromium's start, and a new tab's
 	waitInterval = 100 * time.Millisecond
 )
