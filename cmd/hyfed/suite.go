@@ -461,7 +461,12 @@ func suiteRunOne(ctx context.Context, o suiteOptions, d *suiteData, s suiteSetti
 			groups = float64(sp.K)
 		}
 	}
-	row.PassesPerRound = groups * float64(sum.Inner) / float64(d.Train)
+	inner := sum.Inner
+	if step == protocol.StepBlock {
+		// The block step caps H and fills its Gram's last chunk.
+		inner = protocol.BlockPicks(inner)
+	}
+	row.PassesPerRound = groups * float64(inner) / float64(d.Train)
 	return row
 }
 

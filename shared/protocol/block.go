@@ -48,8 +48,44 @@ var blockStepFactors = []float64{0.5, 0.8, 1.25, 2}
 // dual value limits it.
 const maxBlockStep = 1e6
 
-// blockPicks is H under the block step.
-func blockPicks(cfg Config) int { return min(cfg.Inner, MaxBlockPicks) }
+// blockPicks is the number of samples an updating group picks a round
+// under the block step: H (Config.Inner) up to MaxBlockPicks, filled up to
+// the BGV chunks its Gram takes (fillPicks).
+func blockPicks(cfg Config) int { return BlockPicks(cfg.Inner) }
+
+// BlockPicks is the number of samples a sample group updates per round
+// under the block step with H = inner (fewer when fewer of its samples
+// violate optimality).
+func BlockPicks(inner int) int { return fillPicks(min(inner, MaxBlockPicks), gramFillLen) }
+
+// gramFillLen is the chunk length fillPicks fills: BGV's (the ring degree,
+// and the plaintext scheme's default). It is fixed, not the scheme's, so
+// that every scheme picks the same samples (tests run the plaintext scheme
+// with shorter chunks).
+var gramFillLen = seal.Plaintext{}.ChunkLen()
+
+// fillPicks returns the picks from H = h: the most whose packed Gram still
+// fits the chunks of chunkLen slots that H's takes (at most MaxBlockPicks).
+// A sealed chunk costs the same however many of its slots hold a value, so
+// the last chunk's unused slots are picks for free: the same ciphertexts,
+// bytes and trips, more samples per round. With chunks of 4,096 slots H =
+// 67 becomes 90 (one chunk), 225 becomes 238 (seven), 449 becomes 452
+// (25).
+func fillPicks(h, chunkLen int) int {
+	if h < 1 || chunkLen < 1 {
+		return h
+	}
+	slots := gramChunks(h, chunkLen) * chunkLen
+	// the largest f with f(f+1)/2 <= slots
+	f := int((math.Sqrt(8*float64(slots)+1) - 1) / 2)
+	for f*(f+1)/2 > slots {
+		f--
+	}
+	for (f+1)*(f+2)/2 <= slots {
+		f++
+	}
+	return max(h, min(f, MaxBlockPicks))
+}
 
 // gramChunks is the number of chunks the packed upper triangle of an h x h
 // Gram takes.

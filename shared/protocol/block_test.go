@@ -38,3 +38,27 @@ func TestBiasDeclarationIsChecked(t *testing.T) {
 		t.Errorf("the true bias declared: %v", err)
 	}
 }
+
+// TestBlockPicksFillTheGramsChunks: the picks fill the chunks H's Gram
+// takes (the coordinator's layout) and no more, up to MaxBlockPicks.
+func TestBlockPicksFillTheGramsChunks(t *testing.T) {
+	for _, c := range []struct{ inner, want int }{
+		{67, 90}, {90, 90}, {91, 127}, {225, 238}, {449, 452}, {512, 512}, {2000, 512}, {1, 90},
+	} {
+		if got := BlockPicks(c.inner); got != c.want {
+			t.Errorf("BlockPicks(%d) = %d, want %d", c.inner, got, c.want)
+		}
+	}
+	if got := fillPicks(5, 64); got != 10 {
+		t.Errorf("fillPicks(5, 64) = %d, want 10", got)
+	}
+	for _, cl := range []int{16, 64, 4096} {
+		for h := 1; h <= MaxBlockPicks; h++ {
+			f := fillPicks(h, cl)
+			if f < h || f > MaxBlockPicks || gramChunks(f, cl) != gramChunks(h, cl) ||
+				f < MaxBlockPicks && gramChunks(f+1, cl) == gramChunks(h, cl) {
+				t.Fatalf("fillPicks(%d, %d) = %d: %d chunks for %d", h, cl, f, gramChunks(f, cl), gramChunks(h, cl))
+			}
+		}
+	}
+}
