@@ -8,12 +8,17 @@ import (
 	"io"
 	"time"
 
+	"github.com/hyfed/hyfed/shared/averaging"
 	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/fedhybrid"
 	"github.com/hyfed/hyfed/shared/protocol"
 )
 
-// baselineFlags are hyfed experiment's flags for the baselines (--algo).
+// baselineFlags are the algorithm flags of hyfed experiment and hyfed
+// create (--algo and the baselines' settings): one registration, one set of
+// defaults for both.
 type baselineFlags struct {
+	fs           *flag.FlagSet
 	algo         string
 	stepA, stepB float64
 	mu           float64
@@ -21,30 +26,39 @@ type baselineFlags struct {
 }
 
 func (b *baselineFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&b.algo, "algo", protocol.AlgoHyFDCA, "algorithm: hyfdca, or a baseline run through the same federation: fedavg, hyfem-avg, hyfem-prox, fedhybrid (horizontal partitions, logistic loss)")
-	fs.Float64Var(&b.stepA, "step-a", 0.1, "baselines' local SGD step a/(b+sqrt(t)): a (fedhybrid: a_i, 0 for its default)")
-	fs.Float64Var(&b.stepB, "step-b", 1, "baselines' local SGD step a/(b+sqrt(t)): b (fedhybrid: b_i, 0 for its default)")
-	fs.Float64Var(&b.mu, "mu", 0, "HyFEM-Prox's penalty (default 0.1), FedHybrid's (default: from the data)")
-	fs.StringVar(&b.mode, "mode", "newton", "FedHybrid's participants: newton, gradient or mixed")
+	b.fs = fs
+	fs.StringVar(&b.algo, "algo", protocol.AlgoHyFDCA, "algorithm: hyfdca, or a baseline run through the same federation: fedavg, hyfem-avg, hyfem-prox (local SGD steps, weights averaged per feature under sealing), fedhybrid (horizontal partitions, --loss logistic; consensus summed under sealing)")
+	fs.Float64Var(&b.stepA, "step-a", 0.1, "fedavg/hyfem: the local SGD step is a/(b+sqrt(t)): a. fedhybrid: every a_i (default: its own rule)")
+	fs.Float64Var(&b.stepB, "step-b", 1, "fedavg/hyfem: b of the local step a/(b+sqrt(t)). fedhybrid: every b_i (default: its own rule)")
+	fs.Float64Var(&b.mu, "mu", 0, "hyfem-prox: weight of the proximal term mu ||w_k - w||^2 (default 0.1); fedhybrid: the augmented Lagrangian's penalty (experiment: from the data; create: required)")
+	fs.StringVar(&b.mode, "mode", "newton", "fedhybrid: newton, gradient or mixed updates")
 }
 
-// apply sets the baseline's settings in o; hyfdca takes none of them.
-func (b *baselineFlags) apply(o *experiment.Options) {
+// apply sets the algorithm and its settings in cfg; hyfdca takes none of
+// the baselines' settings.
+func (b *baselineFlags) apply(cfg *protocol.Config) {
+	cfg.Algo = b.algo
 	if b.algo == protocol.AlgoHyFDCA {
 		return
 	}
-	o.Algo, o.Mu = b.algo, b.mu
+	cfg.Mu = b.mu
 	switch b.algo {
-	case "fedhybrid":
-		o.Mode = b.mode
+	case fedhybrid.Name:
+		cfg.Mode = b.mode
 		// FedHybrid's a_i and b_i default to its own rule, not to
 		// the averaging baselines' SGD step.
-		o.StepA, o.StepB = 0, 0
-		if b.stepA != 0.1 || b.stepB != 1 {
-			o.StepA, o.StepB = b.stepA, b.stepB
+		cfg.StepA, cfg.StepB = 0, 0
+		if flagSet(b.fs, "step-a") {
+			cfg.StepA = b.stepA
+		}
+		if flagSet(b.fs, "step-b") {
+			cfg.StepB = b.stepB
 		}
 	default:
-		o.StepA, o.StepB = b.stepA, b.stepB
+		cfg.StepA, cfg.StepB = b.stepA, b.stepB
+		if b.algo == averaging.HyFEMProx && !flagSet(b.fs, "mu") {
+			cfg.Mu = averaging.DefaultProxMu
+		}
 	}
 }
 

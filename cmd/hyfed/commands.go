@@ -61,7 +61,7 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if !*quiet {
 		o.Progress = stderr
 	}
-	bf.apply(&o)
+	bf.apply(&o.Config)
 	p, err := experiment.Prepare(o)
 	if err != nil {
 		return err

@@ -33,6 +33,7 @@ import (
 // fedFlags are the federation settings, named as in hyfed experiment.
 type fedFlags struct {
 	req     server.CreateRequest
+	algo    baselineFlags
 	timeout time.Duration
 	plain   bool
 }
@@ -48,11 +49,7 @@ const (
 func (f *fedFlags) register(fs *flag.FlagSet) {
 	r := &f.req
 	fs.StringVar(&r.Name, "name", "", "a name shown on the dashboard")
-	fs.StringVar(&r.Algo, "algo", "hyfdca", "algorithm: hyfdca, or a baseline run through the same protocol: fedavg, hyfem-avg, hyfem-prox (local SGD steps, weights averaged per feature under sealing), fedhybrid (horizontal partitions, --loss logistic, --mu; consensus summed under sealing)")
-	fs.Float64Var(&r.StepA, "step-a", 0, "fedavg/hyfem: the local step is a/(b+sqrt(t)); a (required). fedhybrid: every a_i (0: defaults)")
-	fs.Float64Var(&r.StepB, "step-b", 0, "fedavg/hyfem: b of the local step a/(b+sqrt(t)). fedhybrid: every b_i (0: defaults)")
-	fs.Float64Var(&r.Mu, "mu", 0, "hyfem-prox: weight of the proximal term mu ||w_k - w||^2; fedhybrid: the penalty of the augmented Lagrangian (required)")
-	fs.StringVar(&r.Mode, "mode", "", "fedhybrid: newton (default), gradient or mixed updates")
+	f.algo.register(fs)
 	configFlags(fs, &r.Config)
 	fs.IntVar(&r.BiasFeature, "bias-feature", 0, "a feature (0-based) every sample holds with the value --bias-value: the data's bias (the block step enters its part of the Grams exactly)")
 	fs.Float64Var(&r.BiasValue, "bias-value", 0, "the bias feature's value (0: the data has none)")
@@ -66,6 +63,7 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 
 func (f *fedFlags) request() server.CreateRequest {
 	r := f.req
+	f.algo.apply(&r.Config)
 	r.RoundTimeout = server.Duration(f.timeout)
 	if f.plain {
 		r.Scheme = "plaintext"

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"testing"
+
+	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/protocol"
+)
+
+// TestConfigFlagsSameForExperimentAndCreate: hyfed experiment and hyfed
+// create turn the same command line into the same protocol.Config (one
+// registration, one set of defaults), and that Config validates.
+func TestConfigFlagsSameForExperimentAndCreate(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"--lambda", "1e-2", "--iic", "0.1", "--loss", "logistic", "--seal-primal"},
+		{"--algo", "fedavg"},
+		{"--algo", "hyfem-prox", "--step-a", "0.3"},
+		{"--algo", "fedhybrid", "--loss", "logistic", "--mu", "0.05", "--mode", "mixed"},
+		{"--algo", "fedhybrid", "--loss", "logistic", "--mu", "0.05", "--step-b", "0.2"},
+	} {
+		efs := flag.NewFlagSet("experiment", flag.ContinueOnError)
+		efs.SetOutput(io.Discard)
+		var o experiment.Options
+		configFlags(efs, &o.Config)
+		var bf baselineFlags
+		bf.register(efs)
+		if err := efs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		bf.apply(&o.Config)
+
+		cfs := flag.NewFlagSet("create", flag.ContinueOnError)
+		cfs.SetOutput(io.Discard)
+		var ff fedFlags
+		ff.register(cfs)
+		if err := cfs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		got := ff.request().Config
+		want := o.Config
+		want.Clients = got.Clients // create's --min-participants
+		if got != want {
+			t.Errorf("%v: create makes %+v, experiment %+v", args, got, want)
+		}
+		if err := want.Validate(); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	var ff fedFlags
+	fs := flag.NewFlagSet("create", flag.ContinueOnError)
+	ff.register(fs)
+	if c := ff.request().Config; c.Lambda != protocol.DefaultLambda || c.IIC != protocol.DefaultIIC || c.Algo != protocol.AlgoHyFDCA {
+		t.Errorf("create's defaults %+v, want protocol.Defaults", c)
+	}
+}
