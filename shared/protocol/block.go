@@ -111,69 +111,44 @@ func (c *Coordinator) blockStep() {
 		}
 		c.send(k, m)
 	}
-	c.await(PhaseStep, KindGramPart, targets, func(p *phaseState) {
-		// A group's Gram chunks hold nothing else.
-		targets, sum, ok := c.sumUpdating(p, func(ci int) int { return ci / per })
-		if !ok {
-			return
-		}
-		report := c.reporters(targets)
-		sigma := float64(len(c.updating))
-		if c.sigma > 0 {
-			sigma = math.Min(sigma, c.sigma)
-		}
-		c.roundSigma = sigma
-		for _, k := range targets {
-			cs := c.clients[k]
-			m := Message{Kind: KindGramSum, Round: c.round, Sealed: seal.Vec{}, Report: report[k], Sigma: sigma}
-			for _, gi := range c.updating {
-				lg, ok := cs.localGroup[gi]
-				if !ok {
-					continue
-				}
-				m.Groups = append(m.Groups, lg)
-				m.Kappa = append(m.Kappa, c.kappa[gi])
-				for ci := gi * per; ci < (gi+1)*per; ci++ {
-					if ch, ok := sum[ci]; ok {
-						m.Sealed[ci] = ch
-					}
-				}
-			}
-			c.send(k, m)
-		}
-		c.await(PhaseDirection, KindDirPart, targets, func(p *phaseState) {
-			if len(p.dropped) > 0 {
-				c.trialPhase(nil, 0)
-				return
-			}
-			dconj, gmax := 0.0, maxBlockStep
-			for _, k := range targets {
-				m := p.replies[k]
-				dconj += m.DConj
-				if m.GammaMax > 0 {
-					gmax = math.Min(gmax, m.GammaMax)
-				}
-			}
-			if !c.cfg.SealPrimal {
-				c.dirDW = map[int][]float64{}
-				for _, k := range targets {
-					c.dirDW[k] = p.replies[k].DW
-					c.clients[k].lastDW, c.clients[k].lastDWRound = p.replies[k].DW, c.round
-				}
-				c.measureKappa()
-				c.lineSearch(c.directionOf(targets, p.replies), dconj, gmax)
-				return
-			}
-			sum, ok := c.sumReplies(p.replies, targets)
+	c.await(PhaseStep, KindGramPart, targets, c.gramsIn)
+}
+
+// gramsIn: the partial Grams are in. Each group's sum goes to the group's
+// holders, with sigma' and kappa, to solve the group's subproblem.
+func (c *Coordinator) gramsIn(p *phaseState) {
+	// A group's Gram chunks hold nothing else.
+	per := gramChunks(blockPicks(c.cfg), c.scheme.ChunkLen())
+	targets, sum, ok := c.sumUpdating(p, func(ci int) int { return ci / per })
+	if !ok {
+		return
+	}
+	c.flow.targets = targets
+	report := c.reporters(targets)
+	sigma := float64(len(c.updating))
+	if c.sigma > 0 {
+		sigma = math.Min(sigma, c.sigma)
+	}
+	c.roundSigma = sigma
+	for _, k := range targets {
+		cs := c.clients[k]
+		m := Message{Kind: KindGramSum, Round: c.round, Sealed: seal.Vec{}, Report: report[k], Sigma: sigma}
+		for _, gi := range c.updating {
+			lg, ok := cs.localGroup[gi]
 			if !ok {
-				return
+				continue
 			}
-			c.dirDW = nil
-			c.openPhase(sum, map[int]bool{}, func(u []float64) {
-				c.lineSearch(u, dconj, gmax)
-			}, func() { c.trialPhase(nil, 0) })
-		})
-	})
+			m.Groups = append(m.Groups, lg)
+			m.Kappa = append(m.Kappa, c.kappa[gi])
+			for ci := gi * per; ci < (gi+1)*per; ci++ {
+				if ch, ok := sum[ci]; ok {
+					m.Sealed[ci] = ch
+				}
+			}
+		}
+		c.send(k, m)
+	}
+	c.await(PhaseDirection, KindDirPart, targets, c.directionIn)
 }
 
 // initBlock sets kappa's starting values once the groups are known: 1 for

@@ -132,6 +132,8 @@ type Coordinator struct {
 	updating   []int // groups updated this round
 	direction  seal.Vec
 	dirDW      map[int][]float64 // each holder's share of dw
+	flow       roundFlow         // what the round's phases hand on
+	ip         ipFlow            // what ipPhase's phases hand on
 	needFullIP bool
 	// wStale: under SealPrimal an opening of w failed (no opener was
 	// left); w is opened again before the next step.

@@ -39,6 +39,7 @@ func (c *Coordinator) nextRound() {
 		return
 	}
 	c.round++
+	c.flow = roundFlow{}
 	c.cur.Round = c.round
 	if c.cur.Seconds == nil {
 		c.cur.Seconds = map[string]float64{}
@@ -49,6 +50,19 @@ func (c *Coordinator) nextRound() {
 		cs.activeRound = c.rng.Float64() < c.cfg.Fraction
 	}
 	c.rule.round(c)
+}
+
+// roundFlow is what the phases of a HyFDCA round hand to the next one. A
+// round runs as a sequence of phases, each started by a send and an await
+// and ended by a named handler (gramsIn or deltasIn, directionIn,
+// trialSumsIn, trialMetricsIn, then applyPhase and finishRound); the
+// handlers take what earlier phases found from here.
+type roundFlow struct {
+	targets []int     // the updating groups' holders that answered the step
+	u       []float64 // the round's primal direction (nil: nothing moves)
+	grid    []float64 // the candidate steps the label holders price
+	partial bool      // a participant is missing from the round's metrics
+	metrics map[int]Message
 }
 
 // hyfdcaRule is HyFDCA: dual values sealed at the server, primal
@@ -283,49 +297,71 @@ func (c *Coordinator) hyfedStep() {
 		}
 		c.send(k, m)
 	}
-	c.await(PhaseStep, KindDelta, targets, func(p *phaseState) {
-		// A chunk holds one group's samples.
-		cl := c.scheme.ChunkLen()
-		targets, d, ok := c.sumUpdating(p, func(ci int) int { return c.slotGroup[ci*cl] })
-		if !ok {
-			return
+	c.await(PhaseStep, KindDelta, targets, c.deltasIn)
+}
+
+// deltasIn: the hyfed rule's sealed local changes are in. Their sum per
+// group, the round's direction d, goes back to the group's holders.
+func (c *Coordinator) deltasIn(p *phaseState) {
+	// A chunk holds one group's samples.
+	cl := c.scheme.ChunkLen()
+	targets, d, ok := c.sumUpdating(p, func(ci int) int { return c.slotGroup[ci*cl] })
+	if !ok {
+		return
+	}
+	c.flow.targets = targets
+	c.direction = d
+	report := c.reporters(targets)
+	for _, k := range targets {
+		v := seal.Restrict(c.scheme, d, c.clients[k].slots)
+		c.send(k, Message{Kind: KindDirection, Round: c.round, Sealed: v, Report: report[k]})
+	}
+	c.await(PhaseDirection, KindDirPart, targets, c.directionIn)
+}
+
+// directionIn (block, hyfed): every holder's share dw_k of the primal
+// direction and the conjugate change are in. Without sealed primal the
+// server adds the shares itself (block: and measures kappa); with it, a
+// participant opens their sealed sum. Then the line search.
+func (c *Coordinator) directionIn(p *phaseState) {
+	if len(p.dropped) > 0 {
+		c.trialPhase(nil, 0)
+		return
+	}
+	targets := c.flow.targets
+	dconj, gmax := 0.0, 1.0
+	if c.cfg.Step == StepBlock {
+		gmax = maxBlockStep
+	}
+	for _, k := range targets {
+		m := p.replies[k]
+		dconj += m.DConj
+		if c.cfg.Step == StepBlock && m.GammaMax > 0 {
+			gmax = math.Min(gmax, m.GammaMax)
 		}
-		c.direction = d
-		report := c.reporters(targets)
+	}
+	if !c.cfg.SealPrimal {
+		c.dirDW = map[int][]float64{}
 		for _, k := range targets {
-			v := seal.Restrict(c.scheme, d, c.clients[k].slots)
-			c.send(k, Message{Kind: KindDirection, Round: c.round, Sealed: v, Report: report[k]})
+			c.dirDW[k] = p.replies[k].DW
+			c.clients[k].lastDW, c.clients[k].lastDWRound = p.replies[k].DW, c.round
 		}
-		c.await(PhaseDirection, KindDirPart, targets, func(p *phaseState) {
-			if len(p.dropped) > 0 {
-				c.trialPhase(nil, 0)
-				return
-			}
-			dconj := 0.0
-			for _, k := range targets {
-				dconj += p.replies[k].DConj
-			}
-			if !c.cfg.SealPrimal {
-				c.dirDW = map[int][]float64{}
-				for _, k := range targets {
-					c.dirDW[k] = p.replies[k].DW
-					c.clients[k].lastDW, c.clients[k].lastDWRound = p.replies[k].DW, c.round
-				}
-				c.lineSearch(c.directionOf(targets, p.replies), dconj, 1)
-				return
-			}
-			// Sealed shares of u: add them, have a participant open the
-			// sum; no client's own share is ever seen.
-			sum, ok := c.sumReplies(p.replies, targets)
-			if !ok {
-				return
-			}
-			c.dirDW = nil
-			c.openPhase(sum, map[int]bool{}, func(u []float64) {
-				c.lineSearch(u, dconj, 1)
-			}, func() { c.trialPhase(nil, 0) })
-		})
-	})
+		if c.cfg.Step == StepBlock {
+			c.measureKappa()
+		}
+		c.lineSearch(c.directionOf(targets, p.replies), dconj, gmax)
+		return
+	}
+	// Sealed shares of u: add them, have a participant open the sum; no
+	// client's own share is ever seen.
+	sum, ok := c.sumReplies(p.replies, targets)
+	if !ok {
+		return
+	}
+	c.dirDW = nil
+	c.openPhase(sum, map[int]bool{}, func(u []float64) {
+		c.lineSearch(u, dconj, gmax)
+	}, func() { c.trialPhase(nil, 0) })
 }
 
 // selectUpdating sets the round's updating groups (c.updating): those
@@ -471,54 +507,68 @@ func (c *Coordinator) lineSearch(u []float64, dconj, gmax float64) {
 // reports its metrics.
 func (c *Coordinator) trialPhase(u []float64, gammaD float64) {
 	targets := c.eligible()
-	grid := []float64{0}
+	c.flow.u, c.flow.grid = u, []float64{0}
 	if u != nil {
-		grid = candidateSteps(gammaD, c.gammaMax, c.cfg.Search, c.cfg.Step == StepBlock, c.cfg.Loss != "hinge")
+		c.flow.grid = candidateSteps(gammaD, c.gammaMax, c.cfg.Search, c.cfg.Step == StepBlock, c.cfg.Loss != "hinge")
 	}
 	for _, k := range targets {
 		c.send(k, Message{Kind: KindTrial, Round: c.round, W: c.onFeatures(k, u)})
 	}
-	partial := len(targets) < len(c.clients)
-	c.await(PhaseIP, KindIPPart, targets, func(p *phaseState) {
-		got, ok := c.returnSums(p, grid, false)
-		if !ok {
-			return
+	c.flow.partial = len(targets) < len(c.clients)
+	c.await(PhaseIP, KindIPPart, targets, c.trialSumsIn)
+}
+
+// trialSumsIn: the sealed x_n.u are in; their sums go back with the
+// candidate steps, and the label holders price them.
+func (c *Coordinator) trialSumsIn(p *phaseState) {
+	got, ok := c.returnSums(p, c.flow.grid, false)
+	if !ok {
+		return
+	}
+	c.flow.partial = c.flow.partial || len(p.dropped) > 0
+	c.await(PhaseMetrics, KindMetrics, got, c.trialMetricsIn)
+}
+
+// trialMetricsIn: every candidate step is priced. The best is applied
+// (applyPhase); the round is recorded at the step that moved.
+func (c *Coordinator) trialMetricsIn(p *phaseState) {
+	f := &c.flow
+	f.partial = f.partial || len(p.dropped) > 0
+	f.metrics = p.replies
+	gi := 0
+	if f.u != nil {
+		gi = c.chooseStep(f.grid, f.u, f.metrics, f.partial)
+		if c.cfg.Step == StepBlock {
+			c.adaptSigma(f.grid[gi])
 		}
-		partial = partial || len(p.dropped) > 0
-		c.await(PhaseMetrics, KindMetrics, got, func(p *phaseState) {
-			partial = partial || len(p.dropped) > 0
-			metrics := p.replies
-			finish := func(gi int) {
-				gamma := grid[gi]
-				c.cur.Gamma = gamma
-				c.record(metrics, gi, partial)
-				if partial {
-					c.needFullIP = true
-				}
-				for _, k := range c.eligible() {
-					c.send(k, Message{Kind: KindWeights, Round: c.round, Gamma: gamma, Applied: gamma > 0, W: c.onFeatures(k, c.w)})
-				}
-				c.nextRound()
-			}
-			gi := 0
-			if u != nil {
-				gi = c.chooseStep(grid, u, metrics, partial)
-				if c.cfg.Step == StepBlock {
-					c.adaptSigma(grid[gi])
-				}
-			}
-			if grid[gi] == 0 {
-				finish(0)
-				return
-			}
-			c.applyPhase(u, grid[gi], func(applied bool) {
-				if !applied {
-					gi = 0
-				}
-				finish(gi)
-			})
-		})
+	}
+	if f.grid[gi] == 0 {
+		c.finishRound(0)
+		return
+	}
+	c.applyPhase(f.u, f.grid[gi], func(applied bool) {
+		if !applied {
+			gi = 0
+		}
+		c.finishRound(gi)
 	})
+}
+
+// finishRound records the round priced at candidate gi (w already moved
+// by it), sends every participant the step and w, and starts the next
+// round.
+func (c *Coordinator) finishRound(gi int) {
+	f := &c.flow
+	gamma := f.grid[gi]
+	c.cur.Gamma = gamma
+	c.record(f.metrics, gi, f.partial)
+	if f.partial {
+		c.needFullIP = true
+	}
+	for _, k := range c.eligible() {
+		c.send(k, Message{Kind: KindWeights, Round: c.round, Gamma: gamma, Applied: gamma > 0, W: c.onFeatures(k, c.w)})
+	}
+	c.nextRound()
 }
 
 // applyPhase moves the dual values, the primal contributions and w by gamma
@@ -744,34 +794,50 @@ func (c *Coordinator) reporters(clients []int) map[int][]int {
 }
 
 // ipPhase sends w, sums the sealed inner products, returns them, and
-// collects the metrics. With final set it closes the round.
+// collects the metrics (ipSumsIn, ipMetricsIn). With final set it closes
+// the round; then, if set, runs after the metrics instead of the next
+// round.
 func (c *Coordinator) ipPhase(final bool, then func()) {
 	targets := c.eligible()
 	for _, k := range targets {
 		c.send(k, Message{Kind: KindWeights, Round: c.round, Full: true, W: c.onFeatures(k, c.w)})
 	}
-	partial := len(targets) < len(c.clients)
-	c.await(PhaseIP, KindIPPart, targets, func(p *phaseState) {
-		got, ok := c.returnSums(p, nil, c.cfg.Step == StepPaper)
-		if !ok {
-			return
-		}
-		partial = partial || len(p.dropped) > 0
-		c.await(PhaseMetrics, KindMetrics, got, func(p *phaseState) {
-			partial = partial || len(p.dropped) > 0
-			if partial {
-				c.needFullIP = true
-			}
-			if final {
-				c.record(p.replies, 0, partial)
-			}
-			if then != nil {
-				then()
-				return
-			}
-			c.nextRound()
-		})
-	})
+	c.ip = ipFlow{final: final, then: then, partial: len(targets) < len(c.clients)}
+	c.await(PhaseIP, KindIPPart, targets, c.ipSumsIn)
+}
+
+// ipFlow is what ipPhase hands from its first phase to its second.
+type ipFlow struct {
+	final   bool
+	then    func()
+	partial bool
+}
+
+// ipSumsIn: the sealed inner products are in; their sums go back and the
+// holders report the metrics.
+func (c *Coordinator) ipSumsIn(p *phaseState) {
+	got, ok := c.returnSums(p, nil, c.cfg.Step == StepPaper)
+	if !ok {
+		return
+	}
+	c.ip.partial = c.ip.partial || len(p.dropped) > 0
+	c.await(PhaseMetrics, KindMetrics, got, c.ipMetricsIn)
+}
+
+func (c *Coordinator) ipMetricsIn(p *phaseState) {
+	f := c.ip
+	f.partial = f.partial || len(p.dropped) > 0
+	if f.partial {
+		c.needFullIP = true
+	}
+	if f.final {
+		c.record(p.replies, 0, f.partial)
+	}
+	if f.then != nil {
+		f.then()
+		return
+	}
+	c.nextRound()
 }
 
 // record closes the round with the metrics priced at grid entry gi (the
