@@ -601,6 +601,7 @@ func (s *saver) flush() {
 	if cp == nil {
 		return
 	}
+	cp.Encode() // here, off the federation's lock
 	if err := s.write(cp); err != nil {
 		s.log.Error("checkpoint not written", "round", cp.Round, "error", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/hyfed/hyfed/shared/seal"
 )
@@ -23,10 +24,53 @@ const checkpointVersion = 1
 // changes every round. Round names the Setup it belongs to by its digest,
 // so a server that writes Setup once and Round after every round can never
 // pair a round with the wrong setup.
+//
+// A Checkpoint from a Ready holds the round part as references to the state
+// at the boundary, not yet encoded: Encode encodes it, where the caller
+// chooses (the server's checkpoint writer, off the federation's lock). The
+// references stay valid: sealed chunks are never changed in place
+// (seal.AddInto replaces them), and what the coordinator changes in place
+// is copied.
 type Checkpoint struct {
 	Round     int
 	Setup     []byte
-	RoundData []byte
+	RoundData []byte // filled by Encode
+
+	capture *roundCapture
+}
+
+// roundCapture is a round boundary's state before encoding.
+type roundCapture struct {
+	scheme  seal.Scheme
+	rs      roundState // without its sealed parts
+	alpha   seal.Vec
+	sealedW []seal.Vec
+}
+
+// Encode encodes the round part, once, and returns cp. Not safe for
+// concurrent use: one goroutine encodes a checkpoint.
+func (cp *Checkpoint) Encode() *Checkpoint {
+	rc := cp.capture
+	if rc == nil {
+		return cp
+	}
+	cp.capture = nil
+	rs := rc.rs
+	var err error
+	if rs.Alpha, err = seal.MarshalVec(rc.scheme, rc.alpha); err != nil {
+		panic(fmt.Sprintf("checkpoint: dual values: %v", err)) // our own ciphertexts: cannot fail
+	}
+	for _, v := range rc.sealedW {
+		var b []byte
+		if v != nil {
+			if b, err = seal.MarshalVec(rc.scheme, v); err != nil {
+				panic(fmt.Sprintf("checkpoint: sealed share of w: %v", err))
+			}
+		}
+		rs.SealedW = append(rs.SealedW, b)
+	}
+	cp.RoundData = encodeGob(rs)
+	return cp
 }
 
 type setupState struct {
@@ -90,28 +134,26 @@ func (c *Coordinator) checkpoint() *Checkpoint {
 		c.setupBlob = encodeGob(st)
 		c.setupDigest = sha256.Sum256(c.setupBlob)
 	}
-	rs := roundState{Version: checkpointVersion, SetupDigest: c.setupDigest, Round: c.round, W: c.w,
-		History: c.history, Finished: c.round >= c.cfg.Rounds, Best: c.best, Sigma: c.sigma, Kappa: c.kappa}
-	var err error
-	if rs.Alpha, err = seal.MarshalVec(c.scheme, c.alpha); err != nil {
-		panic(fmt.Sprintf("checkpoint: dual values: %v", err))
+	// Copies of what changes in place; references to what never does (the
+	// history's entries, the best iterate, sealed chunks).
+	n := len(c.history)
+	rc := &roundCapture{scheme: c.scheme, alpha: make(seal.Vec, len(c.alpha))}
+	rc.rs = roundState{Version: checkpointVersion, SetupDigest: c.setupDigest, Round: c.round, W: slices.Clone(c.w),
+		History: c.history[:n:n], Finished: c.round >= c.cfg.Rounds, Best: c.best, Sigma: c.sigma, Kappa: slices.Clone(c.kappa),
+		WStale: c.wStale}
+	for ci, ch := range c.alpha {
+		rc.alpha[ci] = ch
 	}
 	for _, cs := range c.clients {
-		rs.HatW = append(rs.HatW, cs.hatW)
-		var b []byte
-		if cs.sealedW != nil {
-			if b, err = seal.MarshalVec(c.scheme, cs.sealedW); err != nil {
-				panic(fmt.Sprintf("checkpoint: sealed share of w: %v", err))
-			}
-		}
-		rs.SealedW = append(rs.SealedW, b)
-		rs.LocalSteps = append(rs.LocalSteps, cs.localSteps)
+		rc.rs.HatW = append(rc.rs.HatW, slices.Clone(cs.hatW))
+		rc.sealedW = append(rc.sealedW, cs.sealedW)
+		rc.rs.LocalSteps = append(rc.rs.LocalSteps, cs.localSteps)
 	}
-	rs.WStale = c.wStale
-	if rs.RNG, err = c.pcg.MarshalBinary(); err != nil {
+	var err error
+	if rc.rs.RNG, err = c.pcg.MarshalBinary(); err != nil {
 		panic(fmt.Sprintf("checkpoint: draws: %v", err))
 	}
-	return &Checkpoint{Round: c.round, Setup: c.setupBlob, RoundData: encodeGob(rs)}
+	return &Checkpoint{Round: c.round, Setup: c.setupBlob, capture: rc}
 }
 
 func encodeGob(v any) []byte {
@@ -125,7 +167,7 @@ func encodeGob(v any) []byte {
 // Restore rebuilds a coordinator from a checkpoint. It comes back held at
 // the saved round boundary with every participant disconnected: each
 // returns with its session (set up again, refreshed from the sealed dual
-// values), and Resume starts the next round.
+// values), and an InputResume starts the next round.
 func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 	var st setupState
 	if err := gob.NewDecoder(bytes.NewReader(setup)).Decode(&st); err != nil {

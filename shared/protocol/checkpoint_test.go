@@ -79,7 +79,7 @@ func TestRestoreRefusesMismatchedParts(t *testing.T) {
 	var cps []*Checkpoint
 	f.mem.OnReady = func(r Ready) {
 		if r.Checkpoint != nil {
-			cps = append(cps, r.Checkpoint)
+			cps = append(cps, r.Checkpoint.Encode())
 		}
 	}
 	f.run(t)
@@ -91,7 +91,7 @@ func TestRestoreRefusesMismatchedParts(t *testing.T) {
 	var ocp *Checkpoint
 	other.mem.OnReady = func(r Ready) {
 		if r.Checkpoint != nil {
-			ocp = r.Checkpoint
+			ocp = r.Checkpoint.Encode()
 		}
 	}
 	other.run(t)

@@ -151,7 +151,7 @@ type Coordinator struct {
 	missing    bool
 	ipSum      seal.Vec
 
-	holdStart bool // StartNow starts, not the Clients-th registration
+	holdStart bool // an InputStart starts it, not the Clients-th registration
 	aligned   bool // the participants are fixed
 	paused    bool // hold the next round at the boundary
 	waiting   bool // held at a round boundary (paused, or restored)

@@ -156,7 +156,7 @@ func crashAt(t *testing.T, f *fed, r int, phase string) *Checkpoint {
 	defer cancel()
 	f.mem.OnReady = func(rd Ready) {
 		if rd.Checkpoint != nil {
-			last = rd.Checkpoint
+			last = rd.Checkpoint.Encode()
 		}
 	}
 	f.mem.Hook = func() {
