@@ -103,13 +103,22 @@ async function run(browser, cmd) {
     case 'popup': {
       const page = pageOf(cmd);
       let timer;
+      // The page's popup event, or else the browser's new page target:
+      // over BiDi on a loaded machine the first has been seen to miss.
+      const onTarget = async (t) => {
+        if (t.type() === 'page') settle(await t.page());
+      };
+      let settle;
       const opened = new Promise((resolve) => {
+        settle = resolve;
         page.once('popup', resolve);
-        timer = setTimeout(() => resolve(null), 20000);
+        browser.on('targetcreated', onTarget);
+        timer = setTimeout(() => resolve(null), 40000);
       });
       await page.click(cmd.sel);
       const p = await opened;
       clearTimeout(timer);
+      browser.off('targetcreated', onTarget);
       if (!p) throw new Error('the click on ' + cmd.sel + ' opened no page');
       const id = await watch(p, {width: 1280, height: 900});
       // The watchers came after the new page's first load began: load it
