@@ -12,7 +12,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/hyfed/hyfed/shared/experiment"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/secret"
@@ -42,7 +41,7 @@ func BenchmarkWasmVsNativeRound(b *testing.B) {
 		}
 	}
 	cfg := protocol.Config{Lambda: 1e-3, Loss: "hinge", Step: "hyfed", Search: "primal", Estimate: "meanfield", Gamma: 1,
-		Inner: experiment.InnerFor(0.2, ntrain, len(blocks)), Rounds: rounds, Fraction: 1, Clients: len(blocks), Seed: 1}
+		Inner: protocol.InnerFor(0.2, ntrain, len(blocks)), Rounds: rounds, Fraction: 1, Clients: len(blocks), Seed: 1}
 	if err := cfg.Validate(); err != nil {
 		b.Fatal(err)
 	}

@@ -446,7 +446,7 @@ func baselineAlgo(name string, lambda float64) cmpAlgo {
 	}
 	return cmpAlgo{Name: name, Params: params, Applies: func(string) bool { return true },
 		Run: func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error) {
-			h := experiment.InnerFor(params["iic"], p.Data.NumTrain(), len(p.Blocks))
+			h := protocol.InnerFor(params["iic"], p.Data.NumTrain(), len(p.Blocks))
 			h = min(h, 100000) // a huge H is a candidate the search should drop, not a stall
 			return runPoints(ctx, p, experiment.Options{Data: s.Data, Partition: s.Partition, Seed: seed,
 				Plaintext: true, Config: protocol.Config{Algo: name, Loss: s.Loss, Lambda: lambda, StepA: params["a"], StepB: params["b"], Mu: params["mu"], Fraction: s.Fraction, Rounds: rounds, Inner: h}})

@@ -160,15 +160,6 @@ func Prepare(o Options) (*Prepared, error) {
 	return &Prepared{Data: d, Blocks: blocks, Spec: spec}, nil
 }
 
-// InnerFor returns H = ceil(iic * N / clients), at least 1.
-func InnerFor(iic float64, nTrain, clients int) int {
-	h := int(math.Ceil(iic * float64(nTrain) / float64(clients)))
-	if h < 1 {
-		h = 1
-	}
-	return h
-}
-
 // Run runs the experiment.
 func Run(ctx context.Context, o Options) (*Summary, error) {
 	p, err := Prepare(o)
@@ -201,7 +192,7 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 		if o.IIC <= 0 {
 			return nil, fmt.Errorf("give --inner H or --iic X")
 		}
-		inner = InnerFor(o.IIC, d.NumTrain(), clients)
+		inner = protocol.InnerFor(o.IIC, d.NumTrain(), clients)
 	}
 	s := &Summary{Data: d.Name, Partition: o.Partition, Clients: clients, Loss: l.Name(), Lambda: o.Lambda,
 		Inner: inner, PStar: o.PStar}

@@ -62,7 +62,7 @@ func TestInnerFor(t *testing.T) {
 		iic     float64
 		n, k, h int
 	}{{0.2, 60000, 8, 1500}, {0.2, 10, 8, 1}, {1e-9, 100, 4, 1}, {0.5, 101, 2, 26}} {
-		if got := InnerFor(tc.iic, tc.n, tc.k); got != tc.h {
+		if got := protocol.InnerFor(tc.iic, tc.n, tc.k); got != tc.h {
 			t.Errorf("InnerFor(%v,%d,%d) = %d, want %d", tc.iic, tc.n, tc.k, got, tc.h)
 		}
 	}

@@ -147,6 +147,14 @@ func Defaults() Config {
 		Fraction: 1, Rounds: DefaultRounds, Estimate: EstimateMeanField, Gamma: 1}
 }
 
+// InnerFor is H from IIC, the one formula: ceil(iic * N / clients), at
+// least 1 (N the federation's training samples). The coordinator sets it
+// when Config.Inner is 0; runs that hold all the data (hyfed experiment,
+// compare) may compute it first.
+func InnerFor(iic float64, numTrain, clients int) int {
+	return max(1, int(math.Ceil(iic*float64(numTrain)/float64(clients))))
+}
+
 // AlgoHyFDCA is the default algorithm.
 const AlgoHyFDCA = "hyfdca"
 

@@ -580,10 +580,7 @@ func (c *Coordinator) align() error {
 		return fmt.Errorf("no training samples")
 	}
 	if c.cfg.Inner == 0 {
-		c.cfg.Inner = int(math.Ceil(c.cfg.IIC * float64(c.numTrain) / float64(clients)))
-		if c.cfg.Inner < 1 {
-			c.cfg.Inner = 1
-		}
+		c.cfg.Inner = InnerFor(c.cfg.IIC, c.numTrain, clients)
 	}
 	for _, cs := range c.clients {
 		h := cs.hello
