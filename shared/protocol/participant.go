@@ -23,7 +23,7 @@ type Participant struct {
 	pseud  []string
 
 	setup   *Setup
-	rule    rule // the algorithm's part (setup.Config.Algo)
+	rule    participantRule // the algorithm's part (setup.Config.Algo)
 	loss    loss.Loss
 	lambdaN float64
 	// groupTrain lists, for each of the participant's groups, its training
@@ -164,7 +164,7 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 	if s.NumTrain < 1 {
 		return nil, fmt.Errorf("participant: setup: %d training samples", s.NumTrain)
 	}
-	p.setup, p.loss, p.rule = s, l, ruleFor(cfg)
+	p.setup, p.loss, p.rule = s, l, participantRuleFor(cfg)
 	p.lambdaN = cfg.Lambda * float64(s.NumTrain)
 	p.groupTrain = make([][]int, len(s.GroupKeys))
 	p.train = p.train[:0]

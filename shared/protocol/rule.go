@@ -12,8 +12,8 @@ import (
 // coordinator keeps membership, phases, deadlines, quorum, checkpoints and
 // sealing, and asks its rule what a round does; a participant asks its rule
 // how to answer the requests only that algorithm sends. Adding an algorithm
-// is a rule, a line in ruleFor and its name in Algorithms: no switch in the
-// coordinator or the participant changes.
+// is a rule, a line in ruleFor and in participantRuleFor and its name in
+// Algorithms: no switch in the coordinator or the participant changes.
 //
 // What the four algorithms need decided the methods: HyFDCA keeps dual
 // values (sealed at the server, primal contributions, a dual in the
@@ -33,6 +33,14 @@ type rule interface {
 	checkLocal(c *Coordinator, k int, m Message) error
 	// dual reports whether the algorithm keeps dual values.
 	dual() bool
+	participantRule
+}
+
+// participantRule is a rule's participant side. The participant holds
+// only this interface, so that the browser's WebAssembly build links
+// none of the coordinator (an interface value's method table holds every
+// method of its interface).
+type participantRule interface {
 	// local is a participant's answer to a local request.
 	local(p *Participant, m Message) ([]Message, error)
 	// open is a participant's answer to an open request: the aggregate
@@ -42,6 +50,19 @@ type rule interface {
 
 // ruleFor returns the rule of cfg.Algo (validated: one of Algorithms).
 func ruleFor(cfg Config) rule {
+	switch cfg.Algo {
+	case averaging.FedAvg, averaging.HyFEMAvg:
+		return averagingRule{}
+	case averaging.HyFEMProx:
+		return averagingRule{prox: true}
+	case fedhybrid.Name:
+		return fedHybridRule{}
+	}
+	return hyfdcaRule{}
+}
+
+// participantRuleFor is ruleFor's participant side (see participantRule).
+func participantRuleFor(cfg Config) participantRule {
 	switch cfg.Algo {
 	case averaging.FedAvg, averaging.HyFEMAvg:
 		return averagingRule{}
