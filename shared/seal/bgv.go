@@ -157,6 +157,11 @@ func (s *BGV) Marshal(c Chunk) ([]byte, error) {
 	if seeded {
 		polys = polys[:1]
 	}
+	return appendPolys(out, polys), nil
+}
+
+// appendPolys appends every coefficient of polys, little endian.
+func appendPolys(out []byte, polys []ring.Poly) []byte {
 	for _, p := range polys {
 		for _, row := range p.Coeffs {
 			for _, v := range row {
@@ -164,30 +169,39 @@ func (s *BGV) Marshal(c Chunk) ([]byte, error) {
 			}
 		}
 	}
-	return out, nil
+	return out
+}
+
+// checkHeader checks the 8-byte header of a chunk of the scheme name
+// (parameter set id, at level, two elements; flags only the allowed bits).
+func checkHeader(b []byte, name string, id byte, level int, allowed byte) error {
+	if len(b) < chunkHeader {
+		return fmt.Errorf("%s: chunk of %d bytes is shorter than its header", name, len(b))
+	}
+	switch {
+	case b[0] != 'h' || b[1] != 'c':
+		return fmt.Errorf("%s: chunk does not start with the magic \"hc\"", name)
+	case b[2] != 1:
+		return fmt.Errorf("%s: chunk format version %d, want 1", name, b[2])
+	case b[3] != id:
+		return fmt.Errorf("%s: chunk for parameter set %d, want %d", name, b[3], id)
+	case b[4] != bgvLogN:
+		return fmt.Errorf("%s: chunk of ring degree 2^%d, want 2^%d", name, b[4], bgvLogN)
+	case int(b[5]) != level:
+		return fmt.Errorf("%s: chunk at level %d, want %d", name, b[5], level)
+	case b[6] != 2:
+		return fmt.Errorf("%s: chunk of %d elements, want 2", name, b[6])
+	case b[7]&^allowed != 0:
+		return fmt.Errorf("%s: unknown chunk flags %#x", name, b[7])
+	}
+	return nil
 }
 
 // Unmarshal implements Scheme: it checks every header field and every
 // coefficient, and never panics on malformed input.
 func (s *BGV) Unmarshal(b []byte) (Chunk, error) {
-	if len(b) < chunkHeader {
-		return nil, fmt.Errorf("bgv: chunk of %d bytes is shorter than its header", len(b))
-	}
-	switch {
-	case b[0] != 'h' || b[1] != 'c':
-		return nil, errors.New("bgv: chunk does not start with the magic \"hc\"")
-	case b[2] != 1:
-		return nil, fmt.Errorf("bgv: chunk format version %d, want 1", b[2])
-	case b[3] != bgvID:
-		return nil, fmt.Errorf("bgv: chunk for parameter set %d, want %d", b[3], bgvID)
-	case b[4] != bgvLogN:
-		return nil, fmt.Errorf("bgv: chunk of ring degree 2^%d, want 2^%d", b[4], bgvLogN)
-	case int(b[5]) != s.params.MaxLevel():
-		return nil, fmt.Errorf("bgv: chunk at level %d, want %d", b[5], s.params.MaxLevel())
-	case b[6] != 2:
-		return nil, fmt.Errorf("bgv: chunk of %d elements, want 2", b[6])
-	case b[7]&^flagSeeded != 0:
-		return nil, fmt.Errorf("bgv: unknown chunk flags %#x", b[7])
+	if err := checkHeader(b, "bgv", bgvID, s.params.MaxLevel(), flagSeeded); err != nil {
+		return nil, err
 	}
 	seeded := b[7]&flagSeeded != 0
 	if want := s.wireLen(seeded); len(b) != want {

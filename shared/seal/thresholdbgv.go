@@ -153,37 +153,14 @@ func (s *ThresholdBGV) Marshal(c Chunk) ([]byte, error) {
 	}
 	out := make([]byte, 0, s.wireLen())
 	out = append(out, 'h', 'c', 1, thrID, bgvLogN, byte(ct.ct.Level()), 2, 0)
-	for _, p := range ct.ct.Value {
-		for _, row := range p.Coeffs {
-			for _, v := range row {
-				out = binary.LittleEndian.AppendUint64(out, v)
-			}
-		}
-	}
-	return out, nil
+	return appendPolys(out, ct.ct.Value), nil
 }
 
 // Unmarshal implements Scheme: it checks every header field and every
 // coefficient, and never panics on malformed input.
 func (s *ThresholdBGV) Unmarshal(b []byte) (Chunk, error) {
-	if len(b) < chunkHeader {
-		return nil, fmt.Errorf("bgv-threshold: chunk of %d bytes is shorter than its header", len(b))
-	}
-	switch {
-	case b[0] != 'h' || b[1] != 'c':
-		return nil, errors.New("bgv-threshold: chunk does not start with the magic \"hc\"")
-	case b[2] != 1:
-		return nil, fmt.Errorf("bgv-threshold: chunk format version %d, want 1", b[2])
-	case b[3] != thrID:
-		return nil, fmt.Errorf("bgv-threshold: chunk for parameter set %d, want %d", b[3], thrID)
-	case b[4] != bgvLogN:
-		return nil, fmt.Errorf("bgv-threshold: chunk of ring degree 2^%d, want 2^%d", b[4], bgvLogN)
-	case int(b[5]) != s.params.MaxLevel():
-		return nil, fmt.Errorf("bgv-threshold: chunk at level %d, want %d", b[5], s.params.MaxLevel())
-	case b[6] != 2:
-		return nil, fmt.Errorf("bgv-threshold: chunk of %d elements, want 2", b[6])
-	case b[7] != 0:
-		return nil, fmt.Errorf("bgv-threshold: unknown chunk flags %#x", b[7])
+	if err := checkHeader(b, "bgv-threshold", thrID, s.params.MaxLevel(), 0); err != nil {
+		return nil, err
 	}
 	if want := s.wireLen(); len(b) != want {
 		return nil, fmt.Errorf("bgv-threshold: chunk of %d bytes, want %d", len(b), want)
