@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/chromedp/chromedp"
 
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
@@ -19,12 +17,13 @@ import (
 )
 
 // BenchmarkWasmVsNativeRound times one participant's work per round (its
-// share of every phase: local dual steps, sealing, inner products, the
-// primal part) in the browser's WebAssembly participant and natively, on
-// the same MNIST block (quadrants:1, client 0, BGV), by replaying what that
-// participant received in a recorded run. Both replays must compute the
-// same plaintext replies. Native and wasm alternate in each iteration; the
-// ratio is the number to compare.
+// share of every phase under the default configuration: picks and its
+// partial Gram, the group solve, sealing, inner products, the primal part)
+// in the browser's WebAssembly participant, in Chromium and in Firefox ESR,
+// and natively, on the same MNIST block (quadrants:1, client 0, BGV), by
+// replaying what that participant received in a recorded run. Every replay
+// must compute the same plaintext replies. Native and wasm alternate in
+// each iteration; the ratio is the number to compare.
 //
 //	go test ./e2e -run '^$' -bench WasmVsNative -benchtime 3x
 func BenchmarkWasmVsNativeRound(b *testing.B) {
@@ -40,8 +39,9 @@ func BenchmarkWasmVsNativeRound(b *testing.B) {
 			ntrain++
 		}
 	}
-	cfg := protocol.Config{Lambda: 1e-3, Loss: "hinge", Step: "hyfed", Search: "primal", Estimate: "meanfield", Gamma: 1,
-		Inner: protocol.InnerFor(0.2, ntrain, len(blocks)), Rounds: rounds, Fraction: 1, Clients: len(blocks), Seed: 1}
+	cfg := protocol.Defaults()
+	cfg.Inner = protocol.InnerFor(cfg.IIC, ntrain, len(blocks))
+	cfg.Rounds, cfg.Clients, cfg.Seed = rounds, len(blocks), 1
 	if err := cfg.Validate(); err != nil {
 		b.Fatal(err)
 	}
@@ -69,9 +69,6 @@ func BenchmarkWasmVsNativeRound(b *testing.B) {
 		proxy.ServeHTTP(w, r)
 	}))
 	defer traceSrv.Close()
-	br := newBrowser(b)
-	tb := newTab(b, br)
-	tb.navigate(traceSrv.URL + "/")
 	script := fmt.Sprintf(`(async () => {
 	  const buf = await (await fetch(%s)).arrayBuffer();
 	  const w = new Worker('/static/worker.js');
@@ -86,32 +83,35 @@ func BenchmarkWasmVsNativeRound(b *testing.B) {
 	})()`, jsString("/trace"))
 	b.Logf("trace: %d rounds, %d frames, %.1f MB", rounds, len(tr.Frames), float64(len(enc))/1e6)
 
-	var wasmSec, nativeSec float64
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		nat, err := tabpkg.Replay(tr)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(tb.ctx, browserLife)
-		out, err := chromedp.Run(ctx, chromedp.Evaluate[string](script, chromedp.EvalAwaitPromise))
-		cancel()
-		if err != nil {
-			tb.fatalf("wasm replay: %v", err)
-		}
-		var w tabpkg.ReplayResult
-		if err := json.Unmarshal([]byte(out), &w); err != nil {
-			b.Fatal(err)
-		}
-		if w.PlainHash != nat.PlainHash || w.Rounds != nat.Rounds || w.Replies != nat.Replies {
-			b.Fatalf("the wasm participant computed other replies than the native one: %+v vs %+v", w, nat)
-		}
-		wasmSec += w.Seconds / float64(w.Rounds)
-		nativeSec += nat.Seconds / float64(nat.Rounds)
+	for _, eng := range []struct {
+		name  string
+		start func(testing.TB) engine
+	}{{"chromium", newChromium}, {"firefox", newFirefox}} {
+		b.Run(eng.name, func(b *testing.B) {
+			pg := eng.start(b).newPage()
+			pg.navigate(traceSrv.URL + "/")
+			var wasmSec, nativeSec float64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				nat, err := tabpkg.Replay(tr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var w tabpkg.ReplayResult
+				if err := json.Unmarshal([]byte(pageEval[string](pg, script)), &w); err != nil {
+					b.Fatal(err)
+				}
+				if w.PlainHash != nat.PlainHash || w.Rounds != nat.Rounds || w.Replies != nat.Replies {
+					b.Fatalf("%s: the wasm participant computed other replies than the native one: %+v vs %+v", eng.name, w, nat)
+				}
+				wasmSec += w.Seconds / float64(w.Rounds)
+				nativeSec += nat.Seconds / float64(nat.Rounds)
+			}
+			b.StopTimer()
+			n := float64(b.N)
+			b.ReportMetric(1e3*wasmSec/n, "wasm-ms/round")
+			b.ReportMetric(1e3*nativeSec/n, "native-ms/round")
+			b.ReportMetric(wasmSec/nativeSec, "wasm/native")
+		})
 	}
-	b.StopTimer()
-	n := float64(b.N)
-	b.ReportMetric(1e3*wasmSec/n, "wasm-ms/round")
-	b.ReportMetric(1e3*nativeSec/n, "native-ms/round")
-	b.ReportMetric(wasmSec/nativeSec, "wasm/native")
 }

@@ -3,7 +3,11 @@
 // a seeded synthetic generator and the built-in named data sets.
 package dataset
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/hyfed/hyfed/shared/vec"
+)
 
 // Matrix is a row-major sample matrix, stored dense or sparse (CSR).
 // Sparse rows keep their column indexes sorted ascending, so that a
@@ -88,17 +92,10 @@ func (m *Matrix) At(i, j int) float64 {
 // Dot returns row i . w, where len(w) == Cols.
 func (m *Matrix) Dot(i int, w []float64) float64 {
 	idx, val := m.Row(i)
-	s := 0.0
 	if !m.IsSparse() {
-		for j, v := range val {
-			s += v * w[j]
-		}
-		return s
+		return vec.Dot(val, w)
 	}
-	for k, j := range idx {
-		s += val[k] * w[j]
-	}
-	return s
+	return vec.DotSparse(idx, val, w)
 }
 
 // AddRowTo adds a * row i to w.
@@ -108,14 +105,10 @@ func (m *Matrix) AddRowTo(i int, a float64, w []float64) {
 	}
 	idx, val := m.Row(i)
 	if !m.IsSparse() {
-		for j, v := range val {
-			w[j] += a * v
-		}
+		vec.Axpy(a, val, w)
 		return
 	}
-	for k, j := range idx {
-		w[j] += a * val[k]
-	}
+	vec.AxpySparse(a, idx, val, w)
 }
 
 // RowNormSq returns ||row i||^2.

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/hyfed/hyfed/shared/seal"
+	"github.com/hyfed/hyfed/shared/vec"
 )
 
 // The block step (StepBlock). A round:
@@ -445,9 +446,7 @@ func (p *Participant) solveGroup(picks []int, a []float64, sigma float64) []floa
 				continue
 			}
 			d[x] += dl
-			for y, v := range a[x*h : (x+1)*h] {
-				ad[y] += dl * v
-			}
+			vec.Axpy(dl, a[x*h:(x+1)*h], ad)
 			maxd = math.Max(maxd, math.Abs(dl))
 		}
 		if maxd < 1e-8 {
