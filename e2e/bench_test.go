@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"testing"
 
-
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/secret"

@@ -3,7 +3,6 @@ package protocol
 import (
 	"fmt"
 	"math"
-	"os"
 	"slices"
 
 	"github.com/hyfed/hyfed/shared/seal"
@@ -319,7 +318,6 @@ func (p *Participant) onGram(m Message) ([]Message, error) {
 			}
 		}
 		picks := append([]int(nil), pick(cand, h, p.secret.PickSeed(p.setup.GroupKeys[g], m.Round))...)
-		if os.Getenv("ZZDBG") != "" && p.block.Features[0] == 0 { fmt.Fprintf(os.Stderr, "r%d g%d cand %d of %d h %d\n", m.Round, g, len(cand), len(p.groupTrain[g]), h) }
 		p.picks[g], p.gramAt[g] = picks, m.GramAt[j]
 		// The packed upper triangle, row by row, from the group's first chunk.
 		slot := m.GramAt[j] * cl

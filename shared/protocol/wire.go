@@ -37,18 +37,29 @@ func EncodeMessage(s seal.Scheme, m Message) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire: %s message: %w", m.Kind, err)
 	}
-	out := []byte{'h', 'm', WireVersion}
+	vecs := []seal.Vec{m.Sealed, m.Alpha}
+	size := 7 + len(hdr)
+	for _, v := range vecs {
+		size += 4
+		if v != nil {
+			size += seal.VecSize(s, v)
+		}
+	}
+	// One buffer of the frame's size: the ciphertexts are copied into it
+	// once (the server encodes every message it sends).
+	out := make([]byte, 0, size)
+	out = append(out, 'h', 'm', WireVersion)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(hdr)))
 	out = append(out, hdr...)
-	for _, v := range []seal.Vec{m.Sealed, m.Alpha} {
-		var b []byte
+	for _, v := range vecs {
+		at := len(out)
+		out = append(out, 0, 0, 0, 0) // the vector's length, once written
 		if v != nil {
-			if b, err = seal.MarshalVec(s, v); err != nil {
+			if out, err = seal.AppendVec(out, s, v); err != nil {
 				return nil, fmt.Errorf("wire: %s message: %w", m.Kind, err)
 			}
 		}
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(b)))
-		out = append(out, b...)
+		binary.LittleEndian.PutUint32(out[at:], uint32(len(out)-at-4))
 	}
 	return out, nil
 }

@@ -139,12 +139,16 @@ const (
 //
 // with every coefficient as a uint64 below its prime.
 func (s *BGV) Marshal(c Chunk) ([]byte, error) {
+	return s.AppendChunk(make([]byte, 0, s.WireSize(c)), c)
+}
+
+// AppendChunk implements Scheme.
+func (s *BGV) AppendChunk(out []byte, c Chunk) ([]byte, error) {
 	ct, err := s.cipher(c)
 	if err != nil {
 		return nil, err
 	}
 	seeded := ct.seed != nil
-	out := make([]byte, 0, s.wireLen(seeded))
 	flags := byte(0)
 	if seeded {
 		flags = flagSeeded

@@ -71,11 +71,15 @@ const plainID = 0
 // Marshal implements Scheme: the header of a BGV chunk with parameter id 0
 // and log2 of the chunk length, then the values as float64 bits.
 func (p Plaintext) Marshal(c Chunk) ([]byte, error) {
+	return p.AppendChunk(make([]byte, 0, p.WireSize(c)), c)
+}
+
+// AppendChunk implements Scheme.
+func (p Plaintext) AppendChunk(out []byte, c Chunk) ([]byte, error) {
 	pc, err := p.chunk(c)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, p.WireSize(c))
 	out = append(out, 'h', 'c', 1, plainID, byte(bits.Len(uint(len(pc.V)))-1), 0, 1, 0)
 	for _, v := range pc.V {
 		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(v))

@@ -42,6 +42,9 @@ type Scheme interface {
 	WireSize(c Chunk) int
 	// Marshal encodes a chunk for the wire.
 	Marshal(c Chunk) ([]byte, error)
+	// AppendChunk appends Marshal's encoding of c to dst (a frame being
+	// built: no buffer of its own).
+	AppendChunk(dst []byte, c Chunk) ([]byte, error)
 	// Unmarshal decodes and validates a chunk; it returns an error, never
 	// panics, on malformed or mismatched input.
 	Unmarshal(b []byte) (Chunk, error)
@@ -267,25 +270,35 @@ func PadLayout(chunkLen int, sizes []int) (starts []int, total int) {
 // for each chunk in ascending index order its index, byte length and bytes
 // (all counts uint32 little endian).
 func MarshalVec(s Scheme, v Vec) ([]byte, error) {
-	// Sized once: a Gram's vector runs to megabytes, and growing it by
-	// appends copied it about twice over.
+	return AppendVec(make([]byte, 0, VecSize(s, v)), s, v)
+}
+
+// VecSize is the length of MarshalVec's encoding of v.
+func VecSize(s Scheme, v Vec) int {
 	size := 7
 	for _, c := range v {
-		if c != nil {
+		if c != nil { // MarshalVec refuses it
 			size += 8 + s.WireSize(c)
 		}
 	}
-	out := make([]byte, 0, size)
-	out = append(out, 'h', 'v', 1)
+	return size
+}
+
+// AppendVec appends MarshalVec's encoding of v to dst. Sized with VecSize,
+// dst takes a message's ciphertexts without growing: a Gram's vector runs
+// to megabytes, and growing by appends copied it about twice over.
+func AppendVec(dst []byte, s Scheme, v Vec) ([]byte, error) {
+	out := append(dst, 'h', 'v', 1)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(v)))
 	for _, ci := range v.Indexes() {
-		b, err := s.Marshal(v[ci])
-		if err != nil {
+		out = binary.LittleEndian.AppendUint32(out, uint32(ci))
+		at := len(out)
+		out = append(out, 0, 0, 0, 0) // the chunk's length, once written
+		var err error
+		if out, err = s.AppendChunk(out, v[ci]); err != nil {
 			return nil, fmt.Errorf("seal: chunk %d: %w", ci, err)
 		}
-		out = binary.LittleEndian.AppendUint32(out, uint32(ci))
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(b)))
-		out = append(out, b...)
+		binary.LittleEndian.PutUint32(out[at:], uint32(len(out)-at-4))
 	}
 	return out, nil
 }

@@ -319,3 +319,56 @@ func TestNoiseDistribution(t *testing.T) {
 		t.Fatalf("noise mean %.3f, sd %.3f: want 0 and 3.24", mean, sd)
 	}
 }
+
+// TestVecSize: VecSize is MarshalVec's length, so a frame sized with it never
+// grows, and AppendVec after a prefix gives the prefix and MarshalVec's bytes.
+func TestVecSize(t *testing.T) {
+	schemes := []Scheme{Plaintext{}}
+	if b, err := NewBGV(); err == nil {
+		schemes = append(schemes, b)
+	} else {
+		t.Fatal(err)
+	}
+	for _, s := range schemes {
+		key, err := NewKeyFor(s, [32]byte{1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{0, 1, 3} {
+			slots := make([]int, n)
+			vals := make([]float64, n)
+			for i := range slots {
+				slots[i] = i * s.ChunkLen() // one value in each of n chunks
+				vals[i] = float64(i) + 0.5
+			}
+			v, err := SealSlots(key, slots, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 3 { // a sum travels whole (unseeded under BGV)
+				sum := Vec{}
+				if err := AddInto(s, sum, v); err != nil {
+					t.Fatal(err)
+				}
+				if err := AddInto(s, sum, v); err != nil {
+					t.Fatal(err)
+				}
+				v = sum
+			}
+			b, err := MarshalVec(s, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := VecSize(s, v); got != len(b) {
+				t.Errorf("%s, %d chunks: VecSize %d, MarshalVec wrote %d bytes", s.Name(), n, got, len(b))
+			}
+			a, err := AppendVec([]byte("prefix"), s, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(a[:6]) != "prefix" || string(a[6:]) != string(b) {
+				t.Errorf("%s, %d chunks: AppendVec after a prefix differs from MarshalVec", s.Name(), n)
+			}
+		}
+	}
+}

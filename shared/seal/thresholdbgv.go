@@ -147,11 +147,15 @@ func (s *ThresholdBGV) wireLen() int {
 //
 // with every coefficient a little-endian uint64 below its prime.
 func (s *ThresholdBGV) Marshal(c Chunk) ([]byte, error) {
+	return s.AppendChunk(make([]byte, 0, s.wireLen()), c)
+}
+
+// AppendChunk implements Scheme.
+func (s *ThresholdBGV) AppendChunk(out []byte, c Chunk) ([]byte, error) {
 	ct, err := s.cipher(c)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, s.wireLen())
 	out = append(out, 'h', 'c', 1, thrID, bgvLogN, byte(ct.ct.Level()), 2, 0)
 	return appendPolys(out, ct.ct.Value), nil
 }
