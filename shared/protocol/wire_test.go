@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"reflect"
@@ -107,7 +108,54 @@ func FuzzDecodeMessage(f *testing.F) {
 		if _, err := DecodeMessage(s, again, Limits{MaxBytes: 1 << 20, MaxChunks: 4}); err != nil {
 			t.Fatalf("re-encoded message does not decode: %v", err)
 		}
+		checkNoAlias(t, s, b, m, again)
 	})
+}
+
+// checkNoAlias overwrites the frame b that decoded to m and checks that m
+// still encodes to enc: the server decodes frames read into pooled buffers
+// and reuses them (server/ws.go), so a decoded message must not share
+// memory with its frame.
+func checkNoAlias(t *testing.T, s seal.Scheme, b []byte, m Message, enc []byte) {
+	t.Helper()
+	for i := range b {
+		b[i] ^= 0x5a
+	}
+	after, err := EncodeMessage(s, m)
+	if err != nil {
+		t.Fatalf("after overwriting its frame, the decoded message does not encode: %v", err)
+	}
+	if !bytes.Equal(after, enc) {
+		t.Fatal("overwriting the frame changed the decoded message: it shares memory with the frame")
+	}
+}
+
+func TestDecodeDoesNotAlias(t *testing.T) {
+	s, m := wireSample(t)
+	m.Alpha = m.Sealed
+	m.W, m.DW = []float64{1, 2}, []float64{3}
+	for name, sc := range map[string]seal.Scheme{"bgv": s, "plaintext": seal.Plaintext{}} {
+		if name == "plaintext" {
+			k, err := seal.NewKeyFor(sc, [32]byte{1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Sealed, err = seal.SealSlots(k, []int{3}, []float64{0.5}); err != nil {
+				t.Fatal(err)
+			}
+			m.Alpha = m.Sealed
+		}
+		b, err := EncodeMessage(sc, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc := bytes.Clone(b)
+		got, err := DecodeMessage(sc, b, DefaultLimits)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		checkNoAlias(t, sc, b, got, enc)
+	}
 }
 
 func TestFrameParts(t *testing.T) {
