@@ -36,7 +36,7 @@ func runBenchAbuse(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cmd, base, token, err := startServeProcess(ctx, dir, "127.0.0.1:0", stderr)
+	cmd, base, token, err := startServeProcess(ctx, dir, "127.0.0.1:0", stderr, nil)
 	if err != nil {
 		return err
 	}

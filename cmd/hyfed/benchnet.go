@@ -49,6 +49,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the server process over the timed rounds (see --profile) to FILE")
 	memProfile := fs.String("memprofile", "", "write the server's heap profile at the end of the timed rounds to FILE, and at their start to FILE.base (go tool pprof -sample_index=alloc_space -base FILE.base FILE: what the rounds allocated)")
 	window := fs.String("profile", "rounds", "what -cpuprofile and -memprofile cover: rounds (1 to --rounds) or registration")
+	memLimit := fs.String("server-memory-limit", "", "the server's soft memory limit, as Go's GOMEMLIMIT (e.g. 900MiB): its garbage collector works harder near it; the participants' process keeps none")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -77,7 +78,11 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			extra = append(extra, pf.flag, abs)
 		}
 	}
-	cmd, base, token, err := startServeProcess(ctx, dir, "127.0.0.1:0", stderr, extra...)
+	var env []string
+	if *memLimit != "" {
+		env = append(env, "GOMEMLIMIT="+*memLimit)
+	}
+	cmd, base, token, err := startServeProcess(ctx, dir, "127.0.0.1:0", stderr, env, extra...)
 	if err != nil {
 		return err
 	}
@@ -376,7 +381,7 @@ func median(v []float64) float64 {
 
 // startServeProcess runs hyfed serve as a child (with extra flags) and
 // returns it, its base URL and its create token.
-func startServeProcess(ctx context.Context, dir, addr string, stderr io.Writer, extra ...string) (*exec.Cmd, string, string, error) {
+func startServeProcess(ctx context.Context, dir, addr string, stderr io.Writer, env []string, extra ...string) (*exec.Cmd, string, string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, "", "", err
@@ -385,7 +390,7 @@ func startServeProcess(ctx context.Context, dir, addr string, stderr io.Writer, 
 	cmd := exec.CommandContext(ctx, exe, append([]string{"serve", "--addr", addr, "--data-dir", dir}, extra...)...)
 	// HYFED_MAIN: the test binary acts as hyfed with it. The token goes
 	// by the environment, not the command line others can read.
-	cmd.Env = append(os.Environ(), "HYFED_MAIN=1", "HYFED_CREATE_TOKEN="+token)
+	cmd.Env = append(append(os.Environ(), "HYFED_MAIN=1", "HYFED_CREATE_TOKEN="+token), env...)
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 // its base URL and its create token.
 func startServe(t *testing.T, dir, addr string, extra ...string) (*exec.Cmd, string, string) {
 	t.Helper()
-	cmd, base, token, err := startServeProcess(context.Background(), dir, addr, os.Stderr, extra...)
+	cmd, base, token, err := startServeProcess(context.Background(), dir, addr, os.Stderr, nil, extra...)
 	if err != nil {
 		t.Fatal(err)
 	}
