@@ -176,6 +176,11 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 	if st.Version != checkpointVersion {
 		return nil, fmt.Errorf("restore: setup version %d, this build reads %d", st.Version, checkpointVersion)
 	}
+	if st.Config.Keys == KeysThreshold {
+		// The key committee's setup (its members, the setup shares, every
+		// participant's own public key) is not in the checkpoint yet.
+		return nil, fmt.Errorf("restore: a federation with threshold keys cannot be restored yet: its checkpoint does not carry the key setup (setup shares, own public keys)")
+	}
 	if st.Scheme != scheme.Name() {
 		return nil, fmt.Errorf("restore: saved with scheme %s, asked to restore with %s", st.Scheme, scheme.Name())
 	}

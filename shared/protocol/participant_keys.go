@@ -1,0 +1,237 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hyfed/hyfed/shared/seal"
+	"github.com/hyfed/hyfed/shared/seal/threshold"
+)
+
+// Threshold keys, the participant's side: its party of the threshold key
+// (package shared/seal/threshold), made from crypto/rand and the link
+// secret when the coordinator asks (key-setup); its seal.Key (p.key) then
+// seals under the collective key and opens what the coordinator switched to
+// its own key.
+
+// participantKeys is a participant's threshold key.
+type participantKeys struct {
+	fed    *threshold.Federation
+	party  *threshold.Party
+	setups []*threshold.SetupShare // the committee's, kept from key-setups for Receive
+	rejoin bool                    // a new party after the key was made: it only seals and opens
+}
+
+// minThreshold is the smallest t a participant accepts from a coordinator
+// for a committee of n: with t = 1 one member alone (and the server with
+// it) would open everything.
+func minThreshold(n int) int { return min(2, n) }
+
+// onKeySetup makes the participant's party of the federation's threshold
+// key and answers with its setup share (a committee member) or its own
+// public key.
+func (p *Participant) onKeySetup(m Message) ([]Message, error) {
+	ks := m.KeySetup
+	if ks == nil {
+		return nil, errors.New("participant: key-setup without its key description")
+	}
+	if ks.Threshold < minThreshold(len(ks.Committee)) {
+		return nil, fmt.Errorf("participant: key-setup: threshold %d over a committee of %d: want at least %d, so that no one member opens alone",
+			ks.Threshold, len(ks.Committee), minThreshold(len(ks.Committee)))
+	}
+	s, err := seal.ThresholdScheme()
+	if err != nil {
+		return nil, fmt.Errorf("participant: key-setup: %w", err)
+	}
+	cfg := threshold.Config{Federation: ks.Federation, Threshold: ks.Threshold}
+	for _, id := range ks.Committee {
+		if id < 1 {
+			return nil, fmt.Errorf("participant: key-setup: committee party id %d", id)
+		}
+		cfg.Parties = append(cfg.Parties, threshold.PartyID(id))
+	}
+	if ks.Party < 1 {
+		return nil, fmt.Errorf("participant: key-setup: party id %d", ks.Party)
+	}
+	fed, err := threshold.New(s, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("participant: key-setup: %w", err)
+	}
+	party, err := threshold.NewParty(fed, threshold.PartyID(ks.Party), p.secret[:])
+	if err != nil {
+		return nil, fmt.Errorf("participant: key-setup: %w", err)
+	}
+	p.keys, p.key, p.setup = &participantKeys{fed: fed, party: party, rejoin: ks.Rejoin}, nil, nil
+	var b []byte
+	if fed.IsMember(party.ID()) && !ks.Rejoin {
+		su, err := party.Setup()
+		if err != nil {
+			return nil, fmt.Errorf("participant: key-setup: %w", err)
+		}
+		b, err = su.Marshal()
+		if err != nil {
+			return nil, fmt.Errorf("participant: key-setup: %w", err)
+		}
+	} else if b, err = party.PublicKey().Marshal(); err != nil {
+		return nil, fmt.Errorf("participant: key-setup: %w", err)
+	}
+	return []Message{{Kind: KindKeyShare, Round: m.Round, Keys: [][]byte{b}}}, nil
+}
+
+// onKeySetups takes the committee's setup shares: a member deals its Shamir
+// shares, any other participant (or a member back without its share) takes
+// the collective key, checking every share's tags under the link secret.
+func (p *Participant) onKeySetups(m Message) ([]Message, error) {
+	pk := p.keys
+	if pk == nil {
+		return nil, errors.New("participant: key-setups before key-setup")
+	}
+	setups, err := decodeKeys(m.Keys, pk.fed.UnmarshalSetupShare)
+	if err != nil {
+		return nil, fmt.Errorf("participant: key-setups: %w", err)
+	}
+	reply := Message{Kind: KindKeyDealt, Round: m.Round}
+	if !pk.fed.IsMember(pk.party.ID()) || pk.rejoin {
+		if err := pk.accept(setups, p.secret[:]); err != nil {
+			return nil, fmt.Errorf("participant: key-setups: %w", err)
+		}
+		return []Message{reply}, p.keyReady()
+	}
+	dealt, err := pk.party.Deal(setups)
+	if err != nil {
+		return nil, fmt.Errorf("participant: key-setups: %w", err)
+	}
+	for _, e := range dealt {
+		b, err := e.Marshal()
+		if err != nil {
+			return nil, fmt.Errorf("participant: key-setups: %w", err)
+		}
+		reply.Keys = append(reply.Keys, b)
+	}
+	pk.setups = setups
+	return []Message{reply}, nil
+}
+
+// accept takes the collective key from the committee's setup shares after
+// checking their tags (Party.AcceptSetups). A member back without its share
+// has a new party whose own setup share is not among them, which
+// AcceptSetups refuses in a member: a party outside the committee, made
+// with the same link secret for the purpose, checks them instead.
+func (pk *participantKeys) accept(setups []*threshold.SetupShare, link []byte) error {
+	checker := pk.party
+	if pk.fed.IsMember(pk.party.ID()) {
+		var err error
+		if checker, err = threshold.NewParty(pk.fed, outsiderID, link); err != nil {
+			return err
+		}
+	}
+	if err := checker.AcceptSetups(setups); err != nil {
+		return err
+	}
+	if checker != pk.party {
+		return pk.party.SetCollectiveKey(checker.CollectiveKey())
+	}
+	return nil
+}
+
+// outsiderID is a party id no committee has (members are participant
+// indexes plus 1).
+const outsiderID = threshold.PartyID(1<<32 - 1)
+
+// decodeKeys decodes every key-layer message of a Keys field with dec.
+func decodeKeys[T any](bs [][]byte, dec func([]byte) (T, error)) ([]T, error) {
+	out := make([]T, len(bs))
+	for i, b := range bs {
+		v, err := dec(b)
+		if err != nil {
+			return nil, fmt.Errorf("key message %d: %w", i, err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// onKeyShares completes a member's setup with the Shamir shares dealt to it.
+func (p *Participant) onKeyShares(m Message) ([]Message, error) {
+	pk := p.keys
+	if pk == nil || pk.setups == nil {
+		return nil, errors.New("participant: key-shares before key-setups")
+	}
+	shares, err := decodeKeys(m.Keys, pk.fed.UnmarshalEncryptedShare)
+	if err != nil {
+		return nil, fmt.Errorf("participant: key-shares: %w", err)
+	}
+	if err := pk.party.Receive(pk.setups, shares); err != nil {
+		return nil, fmt.Errorf("participant: key-shares: %w", err)
+	}
+	pk.setups = nil
+	return []Message{{Kind: KindKeyReady, Round: m.Round}}, p.keyReady()
+}
+
+// keyReady makes the party's key the participant's sealing key.
+func (p *Participant) keyReady() error {
+	k, err := p.keys.party.Key()
+	if err != nil {
+		return fmt.Errorf("participant: %w", err)
+	}
+	p.key = k
+	return nil
+}
+
+// onSwitch makes this member's switching shares for a switch request: per
+// job, its share of switching the chunk to the target's own key, whose tag
+// the party checks under the link secret.
+func (p *Participant) onSwitch(m Message) ([]Message, error) {
+	pk := p.keys
+	if pk == nil || p.key == nil {
+		return nil, errors.New("participant: switch request without a threshold key")
+	}
+	nt := len(m.Targets)
+	if nt > len(m.Keys) {
+		return nil, fmt.Errorf("participant: switch: %d targets but %d key messages", nt, len(m.Keys))
+	}
+	targets := make([]*threshold.OwnPublicKey, nt)
+	for i, b := range m.Keys[:nt] {
+		o, err := pk.fed.UnmarshalOwnPublicKey(b)
+		if err != nil {
+			return nil, fmt.Errorf("participant: switch: target %d: %w", i, err)
+		}
+		if int(o.ID) != m.Targets[i]+1 {
+			return nil, fmt.Errorf("participant: switch: target %d is participant %d, but its own key is party %d's", i, m.Targets[i], o.ID)
+		}
+		targets[i] = o
+	}
+	s := pk.fed.Scheme()
+	chunks := make([]seal.Chunk, len(m.Keys)-nt)
+	for i, b := range m.Keys[nt:] {
+		c, err := s.Unmarshal(b)
+		if err != nil {
+			return nil, fmt.Errorf("participant: switch: chunk %d: %w", i, err)
+		}
+		chunks[i] = c
+	}
+	active := make([]threshold.PartyID, len(m.ActiveSet))
+	for i, id := range m.ActiveSet {
+		if id < 1 {
+			return nil, fmt.Errorf("participant: switch: active party id %d", id)
+		}
+		active[i] = threshold.PartyID(id)
+	}
+	reply := Message{Kind: KindSwitchShares, Round: m.Round, Batch: m.Batch}
+	for j, job := range m.Jobs {
+		ti, ci := job[0], job[1]
+		if ti < 0 || ti >= nt || ci < 0 || ci >= len(chunks) {
+			return nil, fmt.Errorf("participant: switch: job %d names target %d of %d, chunk %d of %d", j, ti, nt, ci, len(chunks))
+		}
+		sh, err := pk.party.SwitchShare(chunks[ci], active, targets[ti])
+		if err != nil {
+			return nil, fmt.Errorf("participant: switch: job %d: %w", j, err)
+		}
+		b, err := sh.Marshal()
+		if err != nil {
+			return nil, fmt.Errorf("participant: switch: job %d: %w", j, err)
+		}
+		reply.Keys = append(reply.Keys, b)
+	}
+	return []Message{reply}, nil
+}
