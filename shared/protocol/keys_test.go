@@ -2,17 +2,20 @@ package protocol
 
 import (
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/hyfed/hyfed/shared/averaging"
+	"github.com/hyfed/hyfed/shared/fedhybrid"
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
-// keyFeds runs the same federation with the shared key and with threshold
-// keys and returns both.
-func keyFeds(t *testing.T, cfg Config, clients, groups int) (shared, thr *fed) {
+// keyFeds runs the same federation (groups sample groups x q feature
+// blocks) with the shared key and with threshold keys and returns both.
+func keyFeds(t *testing.T, cfg Config, groups, q int) (shared, thr *fed) {
 	t.Helper()
 	d := testData(60, 6, 3)
-	blocks := gridBlocks(d, groups, clients/groups)
+	blocks := gridBlocks(d, groups, q)
 	bgv, err := seal.ByName("bgv")
 	if err != nil {
 		t.Fatal(err)
@@ -42,21 +45,217 @@ func sameRounds(t *testing.T, a, b []RoundMetrics) {
 	}
 }
 
-// TestThresholdSameAsShared: HyFDCA's default step with 2-of-3 threshold
-// keys over four participants trains to the same rounds as the shared key,
-// bit for bit.
+// TestThresholdSameAsShared: with 2-of-3 threshold keys over four
+// participants every rule and step (HyFDCA's block, hyfed and paper steps,
+// sealed primal, partial participation, FedAvg, HyFEM-Prox, FedHybrid)
+// trains to the same rounds and the same w as with the shared key, bit for
+// bit: the switched sums open to the very values.
 func TestThresholdSameAsShared(t *testing.T) {
-	cfg := Config{Lambda: 0.05, Inner: 3, Rounds: 3, Seed: 1}
-	sh, thr := keyFeds(t, cfg, 4, 2)
-	want := sh.run(t)
-	got := thr.run(t)
-	sameRounds(t, want, got)
-	for i, v := range sh.coord.W() {
-		if math.Float64bits(v) != math.Float64bits(thr.coord.W()[i]) {
-			t.Fatalf("w[%d] = %v with threshold keys, %v with the shared key", i, thr.coord.W()[i], v)
+	for name, cfg := range map[string]Config{
+		"block":                             {Lambda: 0.05, Inner: 3, Rounds: 3, Seed: 1},
+		"hyfed":                             {Lambda: 0.05, Step: StepHyFed, Inner: 3, Rounds: 3, Seed: 1},
+		"paper":                             {Lambda: 0.05, Step: StepPaper, Inner: 3, Rounds: 3, Seed: 1, Gamma: 0.5},
+		"seal-primal":                       {Lambda: 0.05, Inner: 3, Rounds: 3, Seed: 1, SealPrimal: true},
+		"paper sealed primal, fraction 0.6": {Lambda: 0.05, Step: StepPaper, Inner: 3, Rounds: 4, Seed: 2, SealPrimal: true, Fraction: 0.6},
+		"fedavg":                            {Algo: averaging.FedAvg, Lambda: 1e-2, Rounds: 3, Inner: 5, StepA: 0.3, StepB: 1, Seed: 5},
+		"hyfem-prox":                        {Algo: averaging.HyFEMProx, Lambda: 1e-2, Rounds: 3, Inner: 5, StepA: 0.2, StepB: 1, Mu: 0.1, Seed: 3},
+		"fedhybrid":                         {Algo: fedhybrid.Name, Loss: "logistic", Lambda: 1e-2, Rounds: 3, Inner: 1, Mu: 0.05},
+	} {
+		t.Run(name, func(t *testing.T) {
+			groups, q := 2, 2
+			if cfg.Algo == fedhybrid.Name {
+				groups, q = 4, 1 // horizontal
+			}
+			sh, thr := keyFeds(t, cfg, groups, q)
+			switches := 0
+			thr.mem.Observe = func(toServer bool, _ int, m *Message) {
+				if !toServer && m.Kind == KindSwitch {
+					switches++
+				}
+			}
+			want := sh.run(t)
+			got := thr.run(t)
+			if switches == 0 {
+				t.Fatal("no switch request: nothing went through the threshold keys")
+			}
+			sameRounds(t, want, got)
+			for i, v := range sh.coord.W() {
+				if math.Float64bits(v) != math.Float64bits(thr.coord.W()[i]) {
+					t.Fatalf("w[%d] = %v with threshold keys, %v with the shared key", i, thr.coord.W()[i], v)
+				}
+			}
+			last := len(got) - 1
+			t.Logf("final P = %.12g; %d switch requests; bytes in/out in round %d: shared %d/%d, threshold %d/%d", got[last].Primal, switches,
+				last, want[last].BytesIn, want[last].BytesOut, got[last].BytesIn, got[last].BytesOut)
+		})
+	}
+}
+
+// observedChunk is a chunk that crossed the server: its receiver or
+// sender, and whether the server received it (else it sent it).
+type observedChunk struct {
+	client   int
+	toServer bool
+	request  bool // in a switch request: a sum under the collective key
+	c        seal.Chunk
+}
+
+// observeChunks records every chunk of sealed vectors and switch requests
+// that passes the server.
+func observeChunks(t *testing.T, f *fed, s seal.Scheme) *[]observedChunk {
+	var seen []observedChunk
+	f.mem.Observe = func(toServer bool, k int, m *Message) {
+		for _, v := range []seal.Vec{m.Sealed, m.Alpha} {
+			for _, ci := range v.Indexes() {
+				seen = append(seen, observedChunk{client: k, toServer: toServer, c: v[ci]})
+			}
+		}
+		if m.Kind == KindSwitch { // sums under the collective key, to a member
+			for _, b := range m.Keys[len(m.Targets):] {
+				c, err := s.Unmarshal(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen = append(seen, observedChunk{client: k, request: true, c: c})
+			}
 		}
 	}
-	last := got[len(got)-1]
-	t.Logf("final P = %.12g; bytes in/out a round: shared %d/%d, threshold %d/%d", last.Primal,
-		want[len(want)-1].BytesIn, want[len(want)-1].BytesOut, last.BytesIn, last.BytesOut)
+	return &seen
+}
+
+// zeros returns the share of a chunk's values that open to exactly 0 under
+// key (an error counts as none): the test federations fill a few dozen of
+// a chunk's 4,096 slots, so a key that opens a chunk finds almost only
+// zeros, a key that does not finds almost none.
+func zeros(key seal.Key, c seal.Chunk) float64 {
+	vals, err := key.Open(c)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, v := range vals {
+		if v == 0 {
+			n++
+		}
+	}
+	return float64(n) / float64(len(vals))
+}
+
+// TestThresholdServerView: everything the server of a threshold federation
+// saw (every participant's sealed uploads, the sums it asked members to
+// switch, the switched sums it sent) opens with no single participant's
+// key, except a switched sum with the key of the participant it was sent to.
+// So the server with any one participant (t-1 = 1 of a 2-of-3 committee)
+// opens nothing of another's; the key layer's TestCollusion plays the
+// coalitions' other attacks (combining shares, switching with fewer than t).
+// With the shared key, the same check finds that one participant's key
+// opens everything the server saw.
+func TestThresholdServerView(t *testing.T) {
+	cfg := Config{Lambda: 0.05, Inner: 3, Rounds: 2, Seed: 1, SealPrimal: true}
+	sh, thr := keyFeds(t, cfg, 2, 2)
+	seenSh := observeChunks(t, sh, sh.coord.Scheme())
+	seenThr := observeChunks(t, thr, thr.coord.Scheme())
+	sh.run(t)
+	thr.run(t)
+
+	key0 := sh.mem.Participant(0).key
+	for _, o := range *seenSh {
+		if z := zeros(key0, o.c); z < 0.9 {
+			t.Fatalf("shared key: participant 0's key opens a chunk the server saw to only %.0f%% zeros", 100*z)
+		}
+	}
+	n := len(thr.mem.parts)
+	opened, refused := 0, 0
+	for _, o := range *seenThr {
+		for k := range n {
+			z := zeros(thr.mem.Participant(k).key, o.c)
+			entitled := !o.toServer && !o.request && o.client == k // a sum switched to k
+			switch {
+			case entitled && z >= 0.9:
+				opened++
+			case entitled:
+				t.Fatalf("participant %d opens a sum switched to it to only %.0f%% zeros", k, 100*z)
+			case z > 0.01:
+				t.Fatalf("participant %d's key opens a chunk the server %s participant %d (%.1f%% zeros; switch request: %v)",
+					k, map[bool]string{true: "received from", false: "sent to"}[o.toServer], o.client, 100*z, o.request)
+			default:
+				refused++
+			}
+		}
+	}
+	if opened == 0 || refused == 0 {
+		t.Fatalf("%d chunks opened by their receivers, %d refused", opened, refused)
+	}
+	t.Logf("%d chunks seen by the server; %d openings by the receiver, %d attempts by other keys found nothing", len(*seenThr), opened, refused)
+}
+
+// TestThresholdDropAndReturn: a committee member (participant 1 of the
+// 2-of-3 committee 0, 1, 2) leaves in the middle of round 2's switching and
+// comes back in round 4 as a fresh tab, without its share. The request it
+// owed is asked again of the other two; back, it gets a new own key and the
+// collective key (checked against the setup shares' tags), takes part
+// again (its sums switched to its new key), and no longer switches; the
+// federation runs every round with finite metrics. Then member 0 leaves for
+// good as well: with one member left of t = 2, the federation stops with an
+// error that says so.
+func TestThresholdDropAndReturn(t *testing.T) {
+	cfg := Config{Lambda: 0.05, Inner: 3, Rounds: 6, Seed: 1, Quorum: 0.5}
+	_, thr := keyFeds(t, cfg, 2, 2)
+	dropped, back := false, false
+	owed, rejoins := false, 0
+	thr.mem.Lose = func(to int, m *Message) bool { // its tab hangs on the request, then closes
+		if m.Kind == KindSwitch && to == 1 && thr.coord.Round() == 2 && !owed {
+			owed = true
+			return true
+		}
+		return false
+	}
+	thr.mem.Observe = func(toServer bool, k int, m *Message) {
+		if !toServer && m.Kind == KindKeySetup && m.KeySetup.Rejoin {
+			rejoins++
+		}
+	}
+	thr.mem.Hook = func() {
+		switch {
+		case !dropped && owed:
+			dropped = true
+			thr.mem.Drop(1)
+		case dropped && !back && thr.coord.Round() == 4:
+			back = true
+			if err := thr.mem.Join(1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	hist := thr.run(t)
+	if !dropped || !back || rejoins != 1 || len(thr.coord.keys.retired) == 0 {
+		t.Fatalf("script did not run: dropped %v, back %v, %d key rejoins, %d requests asked again", dropped, back, rejoins, len(thr.coord.keys.retired))
+	}
+	last := hist[len(hist)-1]
+	if len(hist) != cfg.Rounds+1 || !finite(last.Primal) || last.Partial {
+		t.Fatalf("%d rounds recorded, the last P=%v partial %v", len(hist), last.Primal, last.Partial)
+	}
+	if !thr.coord.keys.lost[1] || !thr.coord.Clients()[1].Ready {
+		t.Fatalf("member 1 back: lost %v, ready %v", thr.coord.keys.lost[1], thr.coord.Clients()[1].Ready)
+	}
+
+	// Member 0 gone for good too: one member with its share, t = 2.
+	_, thr = keyFeds(t, cfg, 2, 2)
+	thr.mem.OnError = func(int, error) {}
+	var stopped string
+	thr.mem.Observe = func(toServer bool, k int, m *Message) {
+		if !toServer && m.Kind == KindError && m.Code == CodeStopped {
+			stopped = m.Err
+		}
+	}
+	thr.mem.Hook = func() {
+		if thr.coord.Round() == 2 && thr.mem.Connected(0) {
+			thr.mem.Drop(0)
+			thr.mem.Drop(1)
+		}
+	}
+	thr.run(t)
+	if !strings.Contains(stopped, "t = 2 are needed") {
+		t.Fatalf("with one member left: %q", stopped)
+	}
 }
