@@ -324,8 +324,9 @@ func (c *Config) validateKeys() error {
 	if c.KeyCommittee < 1 || c.KeyCommittee > threshold.MaxParties {
 		return fmt.Errorf("config: key committee %d: want 1 to %d members", c.KeyCommittee, threshold.MaxParties)
 	}
-	if c.KeyThreshold < 1 || c.KeyThreshold > c.KeyCommittee {
-		return fmt.Errorf("config: key threshold %d: want 1 <= t <= the key committee's %d", c.KeyThreshold, c.KeyCommittee)
+	if c.KeyThreshold < minThreshold(c.KeyCommittee) || c.KeyThreshold > c.KeyCommittee {
+		return fmt.Errorf("config: key threshold %d: want %d <= t <= the key committee's %d (t = 1 lets one member open every sum)",
+			c.KeyThreshold, minThreshold(c.KeyCommittee), c.KeyCommittee)
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ func TestConfigKeys(t *testing.T) {
 		{KeysThreshold, 2000, 2, "key committee 2000"},
 		{KeysThreshold, 3, 4, "key threshold 4"},
 		{KeysThreshold, 3, -2, "key threshold -2"},
+		{KeysThreshold, 3, 1, "key threshold 1"},
 	} {
 		c := base
 		c.Keys, c.KeyCommittee, c.KeyThreshold = bad.keys, bad.n, bad.thr

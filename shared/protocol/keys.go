@@ -333,15 +333,17 @@ func (c *Coordinator) hold(to int, m Message) {
 }
 
 // holds reports whether a message to participant to must wait: it carries
-// chunks, or an earlier one waits. Errors go at once and drop what waits
-// (the receiver is told off or closed).
+// chunks, or an earlier one waits. Errors go at once; one that closes the
+// connection drops what waits.
 func (c *Coordinator) holds(to int, m Message) bool {
 	ks := c.keys
 	if ks == nil || !ks.ready {
 		return false
 	}
 	if m.Kind == KindError {
-		c.dropHeld(to)
+		if m.Close {
+			c.dropHeld(to)
+		}
 		return false
 	}
 	return len(m.Sealed)+len(m.Alpha) > 0 || len(ks.held[to]) > 0

@@ -259,3 +259,34 @@ func TestThresholdDropAndReturn(t *testing.T) {
 		t.Fatalf("with one member left: %q", stopped)
 	}
 }
+
+// TestThresholdSetupDrop: a member that leaves during the key setup stops
+// it; when it is back the setup runs again for everyone, and the
+// federation trains as if nothing happened (bit for bit as the shared key).
+func TestThresholdSetupDrop(t *testing.T) {
+	cfg := Config{Lambda: 0.05, Inner: 3, Rounds: 2, Seed: 1}
+	sh, thr := keyFeds(t, cfg, 2, 2)
+	setups, dropped, back := 0, false, false
+	thr.mem.Observe = func(toServer bool, _ int, m *Message) {
+		if !toServer && m.Kind == KindKeySetup {
+			setups++
+		}
+	}
+	thr.mem.Hook = func() {
+		switch {
+		case !dropped && thr.coord.Phase() == PhaseKeys:
+			dropped = true
+			thr.mem.Drop(2)
+		case dropped && !back && thr.coord.Phase() == "":
+			back = true
+			if err := thr.mem.Join(2); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := thr.run(t)
+	if setups != 8 || !back {
+		t.Fatalf("%d key-setup messages (want two setups of 4), back %v", setups, back)
+	}
+	sameRounds(t, sh.run(t), got)
+}
