@@ -359,12 +359,7 @@ func (c *Coordinator) connect(k int, h Message) error {
 			c.sendSetup(k, false)
 			c.sendNorms(k)
 		}
-		if c.waiting && !c.paused && c.quorate() {
-			// Held for a quorum (or restored from a checkpoint) and
-			// enough are back: go on.
-			c.waiting = false
-			c.nextRound()
-		}
+		c.resumeIfQuorate()
 		return nil
 	}
 	if cs != nil && cs.hello != nil && cs.connected {
@@ -404,6 +399,15 @@ func (c *Coordinator) connect(k int, h Message) error {
 		c.begin()
 	}
 	return nil
+}
+
+// resumeIfQuorate goes on with the rounds if the federation was held for a
+// quorum (or restored from a checkpoint) and enough are back.
+func (c *Coordinator) resumeIfQuorate() {
+	if c.waiting && !c.paused && c.quorate() {
+		c.waiting = false
+		c.nextRound()
+	}
 }
 
 // checkHello validates a registration on its own.

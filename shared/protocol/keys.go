@@ -50,7 +50,8 @@ type keyState struct {
 	held      map[int][]*heldEnvelope // per receiver, in send order
 	fresh     []*heldEnvelope         // held since the last switch request
 	batches   map[int]*switchBatch
-	retired   map[int]bool // batches asked again of another active set
+	retired   map[int]bool   // batches asked again of another active set
+	parked    []*switchBatch // waiting for t members with their shares
 	nextBatch int
 }
 
@@ -220,6 +221,20 @@ func (c *Coordinator) checkKeys(k int, m Message) error {
 		if len(m.Keys) != 1 {
 			return fmt.Errorf("key-share: %d key messages, want 1", len(m.Keys))
 		}
+		if member && ks.ready {
+			if i := slices.Index(ks.members, k); string(m.Keys[0]) == string(ks.setups[i]) {
+				// Back with its stored party: it still holds its share.
+				s, err := ks.fed.UnmarshalSetupShare(m.Keys[0])
+				if err != nil {
+					return fmt.Errorf("key-share: %w", err)
+				}
+				if ks.own[k], err = s.OwnPublicKey().Marshal(); err != nil {
+					return fmt.Errorf("key-share: %w", err)
+				}
+				delete(ks.lost, k)
+				return nil
+			}
+		}
 		if member && !ks.ready {
 			s, err := ks.fed.UnmarshalSetupShare(m.Keys[0])
 			if err != nil {
@@ -299,6 +314,7 @@ func (c *Coordinator) keyRejoinIn(k int, m Message) error {
 	if err := c.checkKeys(k, m); err != nil {
 		return &CodedError{Code: CodeBadField, Msg: err.Error()}
 	}
+	defer c.retryParked() // a member may be back with its share, or back without it
 	switch m.Kind {
 	case KindKeyShare:
 		cs.keyRejoin = KindKeyDealt
@@ -307,7 +323,60 @@ func (c *Coordinator) keyRejoinIn(k int, m Message) error {
 		cs.keyRejoin = ""
 		c.sendSetup(k, false)
 		c.sendNorms(k)
+		c.resumeIfQuorate()
 	}
+	return nil
+}
+
+// keyCheckpoint is what a checkpoint keeps of a threshold key: the
+// committee, t and the setup shares. Own public keys are not kept: every
+// participant of a restored federation returns and sends its own again
+// (a member with its stored party, its setup share).
+type keyCheckpoint struct {
+	Members   []int
+	Threshold int
+	Setups    [][]byte
+}
+
+func (c *Coordinator) keyCheckpoint() *keyCheckpoint {
+	if c.keys == nil {
+		return nil
+	}
+	return &keyCheckpoint{Members: c.keys.members, Threshold: c.keys.fed.Threshold(), Setups: c.keys.setups}
+}
+
+// restoreKeys rebuilds the threshold key's public side from a checkpoint,
+// every participant away until it returns (keyRejoin).
+func (c *Coordinator) restoreKeys(kc *keyCheckpoint) error {
+	if kc == nil {
+		return errors.New("restore: a federation with threshold keys whose checkpoint holds no key setup")
+	}
+	s, err := c.thresholdScheme()
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	tc := threshold.Config{Federation: c.keyFederationID(), Threshold: kc.Threshold}
+	for _, k := range kc.Members {
+		if k < 0 || k >= len(c.clients) || c.clients[k].hello == nil {
+			return fmt.Errorf("restore: key committee member %d is not a registered participant", k)
+		}
+		tc.Parties = append(tc.Parties, partyID(k))
+	}
+	fed, err := threshold.New(s, tc)
+	if err != nil {
+		return fmt.Errorf("restore: threshold keys: %w", err)
+	}
+	if len(kc.Setups) != len(kc.Members) {
+		return fmt.Errorf("restore: %d setup shares for a committee of %d", len(kc.Setups), len(kc.Members))
+	}
+	for i, b := range kc.Setups {
+		su, err := fed.UnmarshalSetupShare(b)
+		if err != nil || su.From != partyID(kc.Members[i]) {
+			return fmt.Errorf("restore: setup share %d of the key committee: %v", i, err)
+		}
+	}
+	c.keys = &keyState{fed: fed, members: kc.Members, setups: kc.Setups, ready: true, own: map[int][]byte{}, lost: map[int]bool{},
+		held: map[int][]*heldEnvelope{}, batches: map[int]*switchBatch{}, retired: map[int]bool{}}
 	return nil
 }
 
@@ -463,7 +532,19 @@ func (c *Coordinator) issue(b *switchBatch) {
 	}
 	t := ks.fed.Threshold()
 	if len(live) < t {
-		c.fail(fmt.Errorf("threshold keys: %d of the key committee's members are connected with their shares (%v), t = %d are needed to open a sum", len(live), live, t))
+		holding := 0
+		for _, k := range ks.members {
+			if !ks.lost[k] {
+				holding++
+			}
+		}
+		if holding < t {
+			c.fail(fmt.Errorf("threshold keys: %d of the key committee's members still hold their shares, t = %d are needed to open a sum", holding, t))
+			return
+		}
+		// Members with their shares are away: wait for them (a phase
+		// deadline ends the wait for the participants it holds up).
+		ks.parked = append(ks.parked, b)
 		return
 	}
 	b.id = ks.nextBatch
@@ -481,6 +562,18 @@ func (c *Coordinator) issue(b *switchBatch) {
 	ks.batches[b.id] = b
 	for _, k := range b.active {
 		c.out = append(c.out, Envelope{To: k, Msg: b.msg})
+	}
+}
+
+// retryParked asks again for the switch requests that waited for members.
+func (c *Coordinator) retryParked() {
+	ks := c.keys
+	parked := ks.parked
+	ks.parked = nil
+	for _, b := range parked {
+		if !c.finished {
+			c.issue(b)
+		}
 	}
 }
 

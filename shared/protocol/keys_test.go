@@ -239,7 +239,8 @@ func TestThresholdDropAndReturn(t *testing.T) {
 		t.Fatalf("member 1 back: lost %v, ready %v", thr.coord.keys.lost[1], thr.coord.Clients()[1].Ready)
 	}
 
-	// Member 0 gone for good too: one member with its share, t = 2.
+	// Members 0 and 1 come back without their shares: one member holds
+	// its share, t = 2.
 	_, thr = keyFeds(t, cfg, 2, 2)
 	thr.mem.OnError = func(int, error) {}
 	var stopped string
@@ -248,14 +249,23 @@ func TestThresholdDropAndReturn(t *testing.T) {
 			stopped = m.Err
 		}
 	}
+	gone := false
 	thr.mem.Hook = func() {
-		if thr.coord.Round() == 2 && thr.mem.Connected(0) {
+		switch {
+		case thr.coord.Round() == 2 && !gone:
+			gone = true
 			thr.mem.Drop(0)
 			thr.mem.Drop(1)
+		case gone && !thr.mem.Connected(0) && !thr.coord.Finished():
+			for _, k := range []int{0, 1} {
+				if err := thr.mem.Join(k); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 	}
 	thr.run(t)
-	if !strings.Contains(stopped, "t = 2 are needed") {
+	if !strings.Contains(stopped, "1 of the key committee's members still hold their shares, t = 2 are needed") {
 		t.Fatalf("with one member left: %q", stopped)
 	}
 }
@@ -289,4 +299,55 @@ func TestThresholdSetupDrop(t *testing.T) {
 		t.Fatalf("%d key-setup messages (want two setups of 4), back %v", setups, back)
 	}
 	sameRounds(t, sh.run(t), got)
+}
+
+// TestThresholdRestore: the server dies mid-round; its coordinator comes
+// back from the last checkpoint (which carries the key committee and the
+// setup shares), and the participants come back as reloaded tabs: three
+// restore their party from the stored key state, one (member 2) lost it.
+// The members with their stored state switch again (member 2 no longer),
+// every round is recorded once, the rounds before the checkpoint are those
+// of the uninterrupted run and the last one is complete.
+func TestThresholdRestore(t *testing.T) {
+	cfg := Config{Lambda: 0.05, Inner: 3, Rounds: 8, Seed: 1}
+	_, whole := keyFeds(t, cfg, 2, 2)
+	want := whole.run(t)
+	_, crashed := keyFeds(t, cfg, 2, 2)
+	last := crashAt(t, crashed, 5, PhaseDirection)
+	if last.Round != 4 {
+		t.Fatalf("last checkpoint of round %d, want 4", last.Round)
+	}
+	states := make([][]byte, 4)
+	for k := range states {
+		var err error
+		if states[k], err = crashed.mem.Participant(k).KeyState(); err != nil || states[k] == nil {
+			t.Fatalf("participant %d: key state %d bytes, %v", k, len(states[k]), err)
+		}
+	}
+	c, err := Restore(crashed.coord.Scheme(), last.Setup, last.RoundData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, g := keyFeds(t, cfg, 2, 2)
+	g.coord = c
+	for k := range states {
+		if k != 2 { // member 2's tab lost its storage
+			g.mem.Participant(k).RestoreKeyState(states[k])
+		}
+	}
+	h := g.run(t)
+	if len(h) != cfg.Rounds+1 {
+		t.Fatalf("%d rounds recorded, want %d", len(h), cfg.Rounds+1)
+	}
+	for i, r := range h {
+		if r.Round != i || (i <= 4 && math.Float64bits(r.Primal) != math.Float64bits(want[i].Primal)) {
+			t.Fatalf("round %d (entry %d): P %v, uninterrupted %v", r.Round, i, r.Primal, want[i].Primal)
+		}
+	}
+	if r := h[len(h)-1]; r.Partial || !finite(r.Primal) {
+		t.Fatalf("last round: P %v, partial %v", r.Primal, r.Partial)
+	}
+	if lost := c.keys.lost; !lost[2] || lost[0] || lost[1] {
+		t.Fatalf("members without their share after the restart: %v, want member 2 only", lost)
+	}
 }

@@ -54,6 +54,7 @@ type Participant struct {
 	est      []groupEstimate  // per local group, for the local sequential estimate
 	hybrid   *fedhybrid.Node  // fedhybrid: x_i and lambda_i (nil until the first round after a setup)
 	keys     *participantKeys // threshold keys (nil: shared keys)
+	stored   []byte           // a threshold key state to take up again (RestoreKeyState)
 }
 
 // groupEstimate holds what a holder needs to estimate how the other

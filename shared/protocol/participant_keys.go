@@ -57,13 +57,18 @@ func (p *Participant) onKeySetup(m Message) ([]Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("participant: key-setup: %w", err)
 	}
-	party, err := threshold.NewParty(fed, threshold.PartyID(ks.Party), p.secret[:])
-	if err != nil {
-		return nil, fmt.Errorf("participant: key-setup: %w", err)
+	party := p.restoredParty(fed, ks)
+	if party == nil {
+		if party, err = threshold.NewParty(fed, threshold.PartyID(ks.Party), p.secret[:]); err != nil {
+			return nil, fmt.Errorf("participant: key-setup: %w", err)
+		}
 	}
 	p.keys, p.key, p.setup = &participantKeys{fed: fed, party: party, rejoin: ks.Rejoin}, nil, nil
 	var b []byte
-	if fed.IsMember(party.ID()) && !ks.Rejoin {
+	if fed.IsMember(party.ID()) && (!ks.Rejoin || party.Ready()) {
+		// A member back with its stored party sends its setup share
+		// again (the same bytes: it derives from the party's seed), which
+		// tells the coordinator it still holds its share.
 		su, err := party.Setup()
 		if err != nil {
 			return nil, fmt.Errorf("participant: key-setup: %w", err)
@@ -91,6 +96,9 @@ func (p *Participant) onKeySetups(m Message) ([]Message, error) {
 		return nil, fmt.Errorf("participant: key-setups: %w", err)
 	}
 	reply := Message{Kind: KindKeyDealt, Round: m.Round}
+	if pk.rejoin && pk.party.Ready() { // restored: it has its keys
+		return []Message{reply}, p.keyReady()
+	}
 	if !pk.fed.IsMember(pk.party.ID()) || pk.rejoin {
 		if err := pk.accept(setups, p.secret[:]); err != nil {
 			return nil, fmt.Errorf("participant: key-setups: %w", err)
@@ -137,6 +145,41 @@ func (pk *participantKeys) accept(setups []*threshold.SetupShare, link []byte) e
 // outsiderID is a party id no committee has (members are participant
 // indexes plus 1).
 const outsiderID = threshold.PartyID(1<<32 - 1)
+
+// KeyState returns the participant's threshold key state for its storage
+// (nil with shared keys or before the key setup): the party's secrets,
+// sealed under a key derived from the link secret (threshold.Party.Save),
+// so that a reloaded tab takes part again with its share.
+func (p *Participant) KeyState() ([]byte, error) {
+	if p.keys == nil {
+		return nil, nil
+	}
+	b, err := p.keys.party.Save(p.secret[:])
+	if err != nil {
+		return nil, fmt.Errorf("participant: key state: %w", err)
+	}
+	return b, nil
+}
+
+// RestoreKeyState gives a participant, before it joins again, the key state
+// KeyState returned: when the coordinator asks it back into the federation's
+// threshold key (key-setup, rejoin), it uses the stored party.
+func (p *Participant) RestoreKeyState(state []byte) { p.stored = state }
+
+// restoredParty returns the stored party if it belongs to this federation's
+// key and party id, and the coordinator asks the participant back in; nil
+// otherwise (a fresh key setup makes a new party: the old one's share is
+// of an abandoned setup).
+func (p *Participant) restoredParty(fed *threshold.Federation, ks *KeySetup) *threshold.Party {
+	if p.stored == nil || !ks.Rejoin {
+		return nil
+	}
+	party, err := threshold.Restore(fed, p.stored, p.secret[:])
+	if err != nil || int(party.ID()) != ks.Party || !party.Ready() {
+		return nil
+	}
+	return party
+}
 
 // decodeKeys decodes every key-layer message of a Keys field with dec.
 func decodeKeys[T any](bs [][]byte, dec func([]byte) (T, error)) ([]T, error) {
