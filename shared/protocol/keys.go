@@ -205,6 +205,12 @@ func (c *Coordinator) keyDealtIn(p *phaseState) {
 		if c.keySetupAgain(p) {
 			return
 		}
+		if c.numConnected() < c.numRegistered() {
+			// A participant outside the committee left meanwhile: it
+			// comes back without its party, so the setup runs again.
+			c.keys = nil
+			return
+		}
 		ks.ready, ks.got = true, nil
 		c.start()
 	})
@@ -233,6 +239,9 @@ func (c *Coordinator) checkKeys(k int, m Message) error {
 				}
 				delete(ks.lost, k)
 				return nil
+			}
+			if _, err := ks.fed.UnmarshalSetupShare(m.Keys[0]); err == nil {
+				return fmt.Errorf("key-share: participant %d's stored party is of another key setup (its setup share is not the committee's): it must come back without it", k)
 			}
 		}
 		if member && !ks.ready {

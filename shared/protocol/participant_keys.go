@@ -96,7 +96,12 @@ func (p *Participant) onKeySetups(m Message) ([]Message, error) {
 		return nil, fmt.Errorf("participant: key-setups: %w", err)
 	}
 	reply := Message{Kind: KindKeyDealt, Round: m.Round}
-	if pk.rejoin && pk.party.Ready() { // restored: it has its keys
+	if pk.rejoin && pk.party.Ready() {
+		// Restored: it has its keys. The setup shares must still be those
+		// its collective key came from, its own among them unchanged.
+		if err := pk.party.AcceptSetups(setups); err != nil {
+			return nil, fmt.Errorf("participant: key-setups: the stored threshold key does not fit this federation's: %w", err)
+		}
 		return []Message{reply}, p.keyReady()
 	}
 	if !pk.fed.IsMember(pk.party.ID()) || pk.rejoin {
