@@ -1,7 +1,9 @@
 package protocol
 
 import (
+	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -350,4 +352,60 @@ func TestThresholdRestore(t *testing.T) {
 	if lost := c.keys.lost; !lost[2] || lost[0] || lost[1] {
 		t.Fatalf("members without their share after the restart: %v, want member 2 only", lost)
 	}
+}
+
+// TestThresholdBadKeyMessages: switching shares from outside the active
+// set, for no open request, malformed or of the wrong count, and key setup
+// replies out of phase are refused with errors that say what was wrong,
+// and the run ends bit for bit where an undisturbed one ends.
+func TestThresholdBadKeyMessages(t *testing.T) {
+	cfg := Config{Lambda: 0.05, Inner: 3, Rounds: 3, Seed: 1}
+	_, clean := keyFeds(t, cfg, 2, 2)
+	want := clean.run(t)
+	_, f := keyFeds(t, cfg, 2, 2)
+	var errs []string
+	f.mem.Observe = func(toServer bool, k int, m *Message) {
+		if !toServer && m.Kind == KindError {
+			errs = append(errs, m.Err)
+		}
+	}
+	f.mem.OnError = func(int, error) {}
+	injected := false
+	f.mem.Hook = func() {
+		if injected || f.coord.Round() != 2 || len(f.coord.keys.batches) == 0 {
+			return
+		}
+		injected = true
+		var b *switchBatch
+		for _, x := range f.coord.keys.batches {
+			b = x
+		}
+		outsider := 3 // participant 3 is not on the committee 0, 1, 2
+		bad := []struct {
+			from int
+			m    Message
+		}{
+			{outsider, Message{Kind: KindSwitchShares, Round: 2, Batch: b.id, Keys: make([][]byte, len(b.jobs))}},
+			{b.active[0], Message{Kind: KindSwitchShares, Round: 2, Batch: b.id + 1000}},
+			{b.active[0], Message{Kind: KindSwitchShares, Round: 2, Batch: b.id, Keys: [][]byte{[]byte("short")}}},
+			{b.active[0], Message{Kind: KindSwitchShares, Round: 2, Batch: b.id, Keys: slices.Repeat([][]byte{[]byte("not a share")}, len(b.jobs))}},
+			{0, Message{Kind: KindKeyShare, Round: 2, Keys: [][]byte{[]byte("x")}}},
+		}
+		for _, x := range bad {
+			out := f.coord.Step(Input{Kind: InputMessage, From: x.from, Msg: x.m})
+			if err := f.mem.Deliver(context.Background(), out); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := f.run(t)
+	if !injected || len(errs) != 5 {
+		t.Fatalf("injected %v; %d error replies, want 5: %q", injected, len(errs), errs)
+	}
+	for i, want := range []string{"not in request", "no switch request", "1 shares for", "job 0", `unexpected "key-share"`} {
+		if !strings.Contains(errs[i], want) {
+			t.Errorf("error %d: %q, want one saying %q", i, errs[i], want)
+		}
+	}
+	sameRounds(t, want, got)
 }
