@@ -533,6 +533,9 @@ func (c *Coordinator) requestSwitches() {
 // choice) so that the work spreads.
 func (c *Coordinator) issue(b *switchBatch) {
 	ks := c.keys
+	if !slices.ContainsFunc(b.jobs, func(j switchJob) bool { return !j.env.dropped }) {
+		return // every receiver left meanwhile
+	}
 	var live []int
 	for _, k := range ks.members {
 		if cs := c.clients[k]; cs.connected && cs.hello != nil && !ks.lost[k] && cs.keyRejoin == "" {
