@@ -265,16 +265,12 @@ func (p *Participant) onSwitch(m Message) ([]Message, error) {
 		}
 		active[i] = threshold.PartyID(id)
 	}
+	shares, err := pk.party.SwitchShares(chunks, active, targets, m.Jobs)
+	if err != nil {
+		return nil, fmt.Errorf("participant: switch: %w", err)
+	}
 	reply := Message{Kind: KindSwitchShares, Round: m.Round, Batch: m.Batch}
-	for j, job := range m.Jobs {
-		ti, ci := job[0], job[1]
-		if ti < 0 || ti >= nt || ci < 0 || ci >= len(chunks) {
-			return nil, fmt.Errorf("participant: switch: job %d names target %d of %d, chunk %d of %d", j, ti, nt, ci, len(chunks))
-		}
-		sh, err := pk.party.SwitchShare(chunks[ci], active, targets[ti])
-		if err != nil {
-			return nil, fmt.Errorf("participant: switch: job %d: %w", j, err)
-		}
+	for j, sh := range shares {
 		b, err := sh.Marshal()
 		if err != nil {
 			return nil, fmt.Errorf("participant: switch: job %d: %w", j, err)
