@@ -42,6 +42,8 @@ func TestAPI(t *testing.T) {
 		// A value given is used as given: no silent default for 0.
 		{`{"min_participants":2,"rounds":10,"lambda":0}`, "lambda"},
 		{`{"min_participants":2,"rounds":10,"iic":0}`, "IIC"},
+		{`{"min_participants":2,"rounds":10,"keys":"threshold"}`, "keys threshold"},
+		{`{"min_participants":2,"rounds":10,"keys":"nobody"}`, "keys"},
 	} {
 		var e apiError
 		req, _ := http.NewRequest("POST", ts.http.URL+"/api/federations", strings.NewReader(tc.body))

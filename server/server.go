@@ -313,6 +313,12 @@ func (s *Server) create(req CreateRequest, creator string) (*CreateResponse, err
 	if err != nil {
 		return nil, fmt.Errorf("scheme: %w", err)
 	}
+	if req.Keys == protocol.KeysThreshold {
+		// The coordinator runs them (hyfed experiment --keys threshold);
+		// the server's checkpoints, the websocket participants and the
+		// browser's storage of a party's key state do not yet.
+		return nil, errors.New("keys threshold: this server does not run federations with threshold keys yet (hyfed experiment does); create it with keys shared")
+	}
 	if scheme.Name() == "plaintext" && !s.opt.InsecureDemo {
 		return nil, errors.New("scheme plaintext: this server refuses federations without encryption (the server could read every dual value and inner product); start it with --insecure-demo to demonstrate that, with demo data only")
 	}

@@ -24,4 +24,7 @@ func configFlags(fs *flag.FlagSet, cfg *protocol.Config) {
 	fs.StringVar(&cfg.Estimate, "estimate", d.Estimate, "hyfed's local estimate of the other holders' share: meanfield or holders (|B_n| x own)")
 	fs.Float64Var(&cfg.Gamma, "gamma", d.Gamma, "update scale of the paper step rule")
 	fs.BoolVar(&cfg.SealPrimal, "seal-primal", d.SealPrimal, "seal the primal contributions too (hat_w_k and its changes per feature): the server sees only their sum")
+	fs.StringVar(&cfg.Keys, "keys", d.Keys, "who can open a sum: shared (every participant derives the one key from the link secret) or threshold (t-of-n keys: no participant, nor the server with fewer than t participants, opens another's values)")
+	fs.IntVar(&cfg.KeyCommittee, "key-committee", d.KeyCommittee, "threshold keys: the most participants that hold shares of the collective key (n of t-of-n)")
+	fs.IntVar(&cfg.KeyThreshold, "key-threshold", d.KeyThreshold, "threshold keys: t, the committee members needed to open a sum for a participant")
 }

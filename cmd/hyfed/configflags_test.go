@@ -20,6 +20,7 @@ func TestConfigFlagsSameForExperimentAndCreate(t *testing.T) {
 		{"--algo", "hyfem-prox", "--step-a", "0.3"},
 		{"--algo", "fedhybrid", "--loss", "logistic", "--mu", "0.05", "--mode", "mixed"},
 		{"--algo", "fedhybrid", "--loss", "logistic", "--mu", "0.05", "--step-b", "0.2"},
+		{"--keys", "threshold", "--key-committee", "5", "--key-threshold", "3"},
 	} {
 		efs := flag.NewFlagSet("experiment", flag.ContinueOnError)
 		efs.SetOutput(io.Discard)

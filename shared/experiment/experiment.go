@@ -66,6 +66,7 @@ type Summary struct {
 	Clients       int                `json:"clients"`
 	Step          string             `json:"step"`
 	Scheme        string             `json:"scheme"`
+	Keys          string             `json:"keys,omitempty"` // "threshold"; absent: the shared key
 	SealPrimal    bool               `json:"seal_primal,omitempty"`
 	Loss          string             `json:"loss"`
 	Lambda        float64            `json:"lambda"`
@@ -230,13 +231,12 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 			s.Inner = 0 // nor does fedhybrid take local steps
 		}
 	}
-	name := "bgv"
-	if o.Plaintext {
-		name = "plaintext"
-	}
-	scheme, err := seal.ByName(name)
+	scheme, err := SchemeFor(o.Plaintext, cfg.Keys)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Keys == protocol.KeysThreshold {
+		s.Keys = cfg.Keys
 	}
 	s.Scheme, s.SealPrimal = scheme.Name(), o.SealPrimal
 	coord, err := protocol.NewCoordinator(cfg, scheme)
@@ -246,10 +246,13 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 	sec := secret.FromSeed(o.Seed)
 	mem, err := protocol.NewMemory(clients, func(k int) (*protocol.Participant, error) {
 		// Every participant derives its own key object from the secret:
-		// keys are not safe for concurrent use.
-		key, err := seal.NewKeyFor(scheme, sec.Derive(seal.KeyPurpose))
-		if err != nil {
-			return nil, err
+		// keys are not safe for concurrent use. With threshold keys the
+		// key setup gives each its key.
+		var key seal.Key
+		if cfg.Keys != protocol.KeysThreshold {
+			if key, err = seal.NewKeyFor(scheme, sec.Derive(seal.KeyPurpose)); err != nil {
+				return nil, err
+			}
 		}
 		return protocol.NewParticipant(&p.Blocks[k], sec, key)
 	})
@@ -317,6 +320,21 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 	s.Finish(h[len(h)-1], time.Since(start).Seconds())
 	s.Model = coord.Model()
 	return s, nil
+}
+
+// SchemeFor returns the sealing scheme of an experiment: plaintext (which
+// seals nothing, so it has no key to split: threshold keys are refused with
+// it), the threshold BGV scheme for threshold keys, BGV otherwise.
+func SchemeFor(plaintext bool, keys string) (seal.Scheme, error) {
+	switch {
+	case plaintext && keys == protocol.KeysThreshold:
+		return nil, fmt.Errorf("--plaintext seals nothing, so --keys %s has no key to split: use one or the other", keys)
+	case plaintext:
+		return seal.Plaintext{}, nil
+	case keys == protocol.KeysThreshold:
+		return seal.ThresholdScheme()
+	}
+	return seal.ByName("bgv")
 }
 
 // AddRound adds round r (after the rounds in prev) to the summary's

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hyfed/hyfed/shared/dataset"
@@ -141,5 +142,38 @@ func TestEncryptedMatchesPlaintextMNIST(t *testing.T) {
 		if a.Primal != b.Primal && !(math.IsNaN(a.Primal) && math.IsNaN(b.Primal)) || a.Gamma != b.Gamma {
 			t.Fatalf("round %d: plaintext P=%v gamma=%v, encrypted P=%v gamma=%v", a.Round, a.Primal, a.Gamma, b.Primal, b.Gamma)
 		}
+	}
+}
+
+// TestThresholdKeysSameObjective: hyfed experiment --keys threshold reaches
+// the shared key's final objective bit for bit (the bar is 1e-9
+// relative), with the shared key's sums switched to each participant's own
+// key; --plaintext with threshold keys is refused.
+func TestThresholdKeysSameObjective(t *testing.T) {
+	o := Options{Data: "synthetic:300,12,1,0.05,3", Holdout: 0.2, Partition: "grid:2,2", Seed: 2, PStar: 1,
+		Config: protocol.Config{Lambda: 1e-2, Rounds: 6, IIC: 0.2}}
+	shared, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Keys = protocol.KeysThreshold
+	thr, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if thr.Keys != protocol.KeysThreshold || shared.Keys != "" || thr.Scheme == shared.Scheme {
+		t.Fatalf("summaries name keys %q/%q, schemes %s/%s", thr.Keys, shared.Keys, thr.Scheme, shared.Scheme)
+	}
+	if math.Float64bits(thr.Primal) != math.Float64bits(shared.Primal) || math.Float64bits(thr.Dual) != math.Float64bits(shared.Dual) {
+		t.Fatalf("threshold keys: P %.17g D %.17g; shared key: P %.17g D %.17g", thr.Primal, thr.Dual, shared.Primal, shared.Dual)
+	}
+	if thr.BytesIn <= shared.BytesIn {
+		t.Errorf("threshold keys sent %d bytes to the server, the shared key %d: no switching?", thr.BytesIn, shared.BytesIn)
+	}
+	t.Logf("P %.12g; %.2fs vs %.2fs; bytes to/from the server %d/%d vs %d/%d", thr.Primal, thr.Seconds, shared.Seconds,
+		thr.BytesIn, thr.BytesOut, shared.BytesIn, shared.BytesOut)
+	o.Plaintext = true
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "--plaintext") {
+		t.Errorf("--plaintext with threshold keys: %v", err)
 	}
 }

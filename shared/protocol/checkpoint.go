@@ -82,6 +82,8 @@ type setupState struct {
 	Clients     []helloState
 	Norms       []byte
 	GroupStats  []float64
+	// Keys is the threshold key's setup (absent with the shared key).
+	Keys *keyCheckpoint
 }
 
 type helloState struct {
@@ -119,7 +121,7 @@ func (c *Coordinator) EnableCheckpoints() { c.checkpoints = true }
 func (c *Coordinator) checkpoint() *Checkpoint {
 	if c.setupBlob == nil {
 		st := setupState{Version: checkpointVersion, Scheme: c.scheme.Name(), Config: c.cfg,
-			Fingerprint: c.fingerprint, NumFeatures: c.numFeatures, GroupStats: c.groupStats}
+			Fingerprint: c.fingerprint, NumFeatures: c.numFeatures, GroupStats: c.groupStats, Keys: c.keyCheckpoint()}
 		for _, cs := range c.clients {
 			h := helloState{}
 			if cs.hello != nil {
@@ -204,6 +206,11 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 	}
 	if err := c.align(); err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
+	}
+	if st.Config.Keys == KeysThreshold {
+		if err := c.restoreKeys(st.Keys); err != nil {
+			return nil, err
+		}
 	}
 	maxChunks := c.numSlots/scheme.ChunkLen() + 1
 	if c.norms, err = seal.UnmarshalVec(scheme, st.Norms, maxChunks); err != nil {

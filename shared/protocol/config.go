@@ -10,6 +10,7 @@ import (
 	"github.com/hyfed/hyfed/shared/fedhybrid"
 
 	"github.com/hyfed/hyfed/shared/loss"
+	"github.com/hyfed/hyfed/shared/seal/threshold"
 )
 
 // Step rules.
@@ -124,6 +125,21 @@ type Config struct {
 	StepB float64 `json:"step_b,omitempty"`
 	Mu    float64 `json:"mu,omitempty"`   // HyFEM-Prox's proximal weight, FedHybrid's penalty
 	Mode  string  `json:"mode,omitempty"` // FedHybrid: newton (default), gradient or mixed
+
+	// Keys says who can open a sum (docs/encryption.md): "shared" (every
+	// participant derives the one BGV key from the link secret; the
+	// default) or "threshold" (t-of-n threshold keys, issue 19: values are
+	// sealed under a collective key, and every sum the server hands a
+	// participant is first switched to that participant's own key by t
+	// members of the key committee, so neither one participant nor the
+	// server with fewer than t of them opens another's values).
+	Keys string `json:"keys,omitempty"`
+	// KeyCommittee is the most participants that hold shares of the
+	// collective key (the n of t-of-n; the federation's first
+	// participants by index, at most as many as take part), KeyThreshold
+	// is t (at most the committee's size). Threshold keys only.
+	KeyCommittee int `json:"key_committee,omitempty"`
+	KeyThreshold int `json:"key_threshold,omitempty"`
 }
 
 // synced reports whether the step rule picks the same samples at every
@@ -136,6 +152,21 @@ const (
 	DefaultLambda = 1e-3
 	DefaultIIC    = 0.2
 	DefaultRounds = 100
+	// DefaultKeyCommittee and DefaultKeyThreshold: 2-of-3 threshold keys.
+	// t = 2 is the smallest t under which the server together with one
+	// participant (one leaked key, one stolen laptop) opens nothing; each
+	// further unit costs every opened chunk one more switching share (131
+	// kB up and down, about 1 ms of a member) and one more member that must
+	// be live. A committee of 3 lets one member drop for good; setup grows
+	// with n*t, not with the federation (docs/encryption.md, "Default t").
+	DefaultKeyCommittee = 3
+	DefaultKeyThreshold = 2
+)
+
+// Key modes (Config.Keys).
+const (
+	KeysShared    = "shared"
+	KeysThreshold = "threshold"
 )
 
 // Defaults returns the configuration a user gets without choosing: what
@@ -144,7 +175,8 @@ const (
 // step's search, the quorum) are filled by Validate.
 func Defaults() Config {
 	return Config{Algo: AlgoHyFDCA, Loss: "hinge", Lambda: DefaultLambda, Step: StepBlock, IIC: DefaultIIC,
-		Fraction: 1, Rounds: DefaultRounds, Estimate: EstimateMeanField, Gamma: 1}
+		Fraction: 1, Rounds: DefaultRounds, Estimate: EstimateMeanField, Gamma: 1,
+		Keys: KeysShared, KeyCommittee: DefaultKeyCommittee, KeyThreshold: DefaultKeyThreshold}
 }
 
 // InnerFor is H from IIC, the one formula: ceil(iic * N / clients), at
@@ -270,6 +302,31 @@ func (c *Config) Validate() error {
 	}
 	if c.Clients < 1 {
 		return fmt.Errorf("config: clients %d must be at least 1", c.Clients)
+	}
+	return c.validateKeys()
+}
+
+// validateKeys checks the key mode and, for threshold keys, the committee
+// and t (0: the defaults).
+func (c *Config) validateKeys() error {
+	if c.Keys == "" {
+		c.Keys = KeysShared
+	}
+	if c.Keys != KeysShared && c.Keys != KeysThreshold {
+		return fmt.Errorf("config: keys %q: want %s or %s", c.Keys, KeysShared, KeysThreshold)
+	}
+	if c.KeyCommittee == 0 {
+		c.KeyCommittee = DefaultKeyCommittee
+	}
+	if c.KeyThreshold == 0 {
+		c.KeyThreshold = DefaultKeyThreshold
+	}
+	if c.KeyCommittee < 1 || c.KeyCommittee > threshold.MaxParties {
+		return fmt.Errorf("config: key committee %d: want 1 to %d members", c.KeyCommittee, threshold.MaxParties)
+	}
+	if c.KeyThreshold < minThreshold(c.KeyCommittee) || c.KeyThreshold > c.KeyCommittee {
+		return fmt.Errorf("config: key threshold %d: want %d <= t <= the key committee's %d (t = 1 lets one member open every sum)",
+			c.KeyThreshold, minThreshold(c.KeyCommittee), c.KeyCommittee)
 	}
 	return nil
 }

@@ -74,6 +74,9 @@ type clientState struct {
 	trainN      int // its training samples
 	localSteps  int // averaging baselines: local steps taken so far
 	activeRound bool
+	// keyRejoin: the reply a returning participant's key exchange waits
+	// for (threshold keys; "" when none is under way)
+	keyRejoin Kind
 }
 
 type group struct {
@@ -163,6 +166,9 @@ type Coordinator struct {
 	reported    int         // rounds of history a Ready has carried
 	setupBlob   []byte
 	setupDigest [32]byte
+	// keys is the threshold key's public side (nil: shared keys, or
+	// before the key setup).
+	keys *keyState
 }
 
 // ErrFinished is returned by Receive after the last round.
@@ -171,6 +177,9 @@ var ErrFinished = errors.New("federation finished")
 // NewCoordinator starts a federation that waits for cfg.Clients participants.
 func NewCoordinator(cfg Config, scheme seal.Scheme) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkKeyScheme(cfg, scheme); err != nil {
 		return nil, err
 	}
 	pcg := rand.NewPCG(cfg.Seed, 0xc0)
@@ -261,6 +270,10 @@ func (c *Coordinator) flush() []Envelope {
 }
 
 func (c *Coordinator) send(to int, m Message) {
+	if c.holds(to, m) { // threshold keys: its chunks are switched first
+		c.hold(to, m)
+		return
+	}
 	c.out = append(c.out, Envelope{To: to, Msg: m})
 }
 
@@ -340,14 +353,13 @@ func (c *Coordinator) connect(k int, h Message) error {
 		}
 		cs.connected, cs.ready, cs.stale, cs.returned = true, false, true, true
 		c.rule.rejoin(cs)
-		c.sendSetup(k, false)
-		c.sendNorms(k)
-		if c.waiting && !c.paused && c.quorate() {
-			// Held for a quorum (or restored from a checkpoint) and
-			// enough are back: go on.
-			c.waiting = false
-			c.nextRound()
+		if c.cfg.Keys == KeysThreshold {
+			c.keyRejoin(k) // then the setup and the norms
+		} else {
+			c.sendSetup(k, false)
+			c.sendNorms(k)
 		}
+		c.resumeIfQuorate()
 		return nil
 	}
 	if cs != nil && cs.hello != nil && cs.connected {
@@ -364,7 +376,10 @@ func (c *Coordinator) connect(k int, h Message) error {
 		}
 		cs.connected = true
 		if c.numConnected() == c.numRegistered() {
-			c.start()
+			// Threshold keys: the participant that comes back lost its
+			// party, so the key setup runs again for everyone.
+			c.keys = nil
+			c.startOrKeys()
 		}
 		return nil
 	}
@@ -384,6 +399,15 @@ func (c *Coordinator) connect(k int, h Message) error {
 		c.begin()
 	}
 	return nil
+}
+
+// resumeIfQuorate goes on with the rounds if the federation was held for a
+// quorum (or restored from a checkpoint) and enough are back.
+func (c *Coordinator) resumeIfQuorate() {
+	if c.waiting && !c.paused && c.quorate() {
+		c.waiting = false
+		c.nextRound()
+	}
 }
 
 // checkHello validates a registration on its own.
@@ -448,7 +472,7 @@ func (c *Coordinator) begin() {
 		return
 	}
 	c.aligned = true
-	c.start()
+	c.startOrKeys()
 }
 
 // HoldStart keeps the federation from starting by itself when Clients
@@ -751,6 +775,12 @@ func (c *Coordinator) receive(k int, m Message) error {
 	if c.finished {
 		return &CodedError{Code: CodeFinished, Msg: ErrFinished.Error()}
 	}
+	if m.Kind == KindSwitchShares {
+		return c.switchIn(k, m)
+	}
+	if c.clients[k].keyRejoin != "" {
+		return c.keyRejoinIn(k, m)
+	}
 	p := c.phase
 	if p == nil || m.Kind != p.reply || !p.waiting[k] || (m.Round != c.round && p.name != PhaseSetup) {
 		want := "nothing"
@@ -797,6 +827,8 @@ func (c *Coordinator) check(k int, m Message) error {
 		}
 	}
 	switch m.Kind {
+	case KindKeyShare, KindKeyDealt, KindKeyReady:
+		return c.checkKeys(k, m)
 	case KindGramPart:
 		// Only the chunks of the client's updating groups' Grams.
 		per := gramChunks(blockPicks(c.cfg), c.scheme.ChunkLen())
@@ -893,6 +925,7 @@ func (c *Coordinator) disconnect(k int) {
 	if k >= 0 && k < len(c.clients) && c.clients[k].connected {
 		cs := c.clients[k]
 		cs.connected, cs.ready = false, false
+		c.keysGone(k)
 		if p := c.phase; p != nil && p.waiting[k] {
 			delete(p.waiting, k)
 			p.dropped = append(p.dropped, k)
@@ -912,6 +945,7 @@ func (c *Coordinator) expire() {
 			c.send(k, Message{Kind: KindError, Round: c.round, Close: true, Code: CodeDeadline,
 				Err: fmt.Sprintf("no %s reply before the deadline of round %d; reconnect to take part again", p.reply, c.round)})
 			c.clients[k].connected, c.clients[k].ready = false, false
+			c.keysGone(k)
 		}
 		p.dropped = append(p.dropped, late...)
 		p.waiting = map[int]bool{}

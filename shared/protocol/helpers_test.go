@@ -115,6 +115,9 @@ func newFedScheme(t *testing.T, blocks []partition.Block, cfg Config, scheme sea
 		t.Fatal(err)
 	}
 	mem, err := NewMemory(len(blocks), func(k int) (*Participant, error) {
+		if cfg.Keys == KeysThreshold {
+			return NewParticipant(&blocks[k], testSecret, nil) // the key setup gives the key
+		}
 		key, err := seal.NewKeyFor(scheme, testSecret.Derive(seal.KeyPurpose))
 		if err != nil {
 			return nil, err

@@ -41,6 +41,20 @@ const (
 	KindOpened    Kind = "opened"     // the opened aggregate, on every feature (SealPrimal)
 	KindLocalPart Kind = "local-part" // averaging baselines: the sealed local weights
 	KindGramPart  Kind = "gram-part"  // block step: the sealed partial Grams of the picks
+
+	// Threshold keys (Config.Keys): the key setup before the first round
+	// and the switching of every sum the coordinator hands a participant
+	// (docs/encryption.md, "Threshold keys in the protocol"). Keys carries
+	// the key layer's messages in their own encodings (package
+	// shared/seal/threshold), which the receiver decodes and checks.
+	KindKeySetup     Kind = "key-setup"     // make your party of the threshold key (KeySetup)
+	KindKeyShare     Kind = "key-share"     // a member's setup share, or another participant's own public key
+	KindKeySetups    Kind = "key-setups"    // every member's setup share: members deal, the others take the collective key
+	KindKeyDealt     Kind = "key-dealt"     // a member's encrypted Shamir shares for the other members (none from the others)
+	KindKeyShares    Kind = "key-shares"    // the Shamir shares dealt to this member
+	KindKeyReady     Kind = "key-ready"     // a member's setup is complete
+	KindSwitch       Kind = "switch"        // make switching shares of these chunks to these participants' own keys
+	KindSwitchShares Kind = "switch-shares" // the switching shares, one a job of the request, in its order
 )
 
 // Error codes of KindError messages: what a sender did wrong, for programs
@@ -167,6 +181,22 @@ type Message struct {
 	// the paper rule, whose clients' own copies go stale while inactive.
 	Alpha seal.Vec `json:"-"`
 
+	// key-setup: the federation's threshold key and the receiver's party
+	KeySetup *KeySetup `json:",omitempty"`
+	// switch, switch-shares: the request's number; the active set (t
+	// committee members, their party ids ascending); the participants the
+	// chunks go to; per job, the index of its target in Targets and of its
+	// chunk among the chunks in Keys (after the targets' own public keys).
+	Batch     int      `json:",omitempty"`
+	ActiveSet []int    `json:",omitempty"`
+	Targets   []int    `json:",omitempty"`
+	Jobs      [][2]int `json:",omitempty"`
+	// Keys holds the key layer's messages (setup shares, own public keys,
+	// encrypted Shamir shares, switching shares) and, in a switch request,
+	// the chunks to switch: public values the server may see, none of
+	// which it can open.
+	Keys [][]byte `json:"-"`
+
 	// welcome: the token to reconnect as this participant, and the name
 	// (a pseudonym) the server shows it under
 	Session string
@@ -195,6 +225,22 @@ type Setup struct {
 	SendNorms bool
 }
 
+// KeySetup describes a federation's threshold key to one participant.
+type KeySetup struct {
+	// Federation is the public id the common reference polynomials are
+	// drawn from.
+	Federation string
+	// Committee lists the key committee's party ids; Threshold is t.
+	Committee []int
+	Threshold int
+	// Party is the receiver's party id: its participant index plus 1 (the
+	// Shamir points are the ids, and 0 is the secret's).
+	Party int
+	// Rejoin: the federation's key exists; send the own public key and
+	// take the collective key from the setup shares.
+	Rejoin bool `json:",omitempty"`
+}
+
 // WireSize estimates the bytes the message takes on the wire: 8 per number,
 // the scheme's size per sealed chunk, the length of strings. It is what the
 // metrics report as bytes sent until a wire encoding measures them exactly.
@@ -216,6 +262,13 @@ func (m *Message) WireSize(s seal.Scheme) int {
 	}
 	if s != nil {
 		n += m.Sealed.WireSize(s) + m.Alpha.WireSize(s)
+	}
+	for _, b := range m.Keys {
+		n += 4 + len(b)
+	}
+	n += 8 * (len(m.ActiveSet) + len(m.Targets) + 2*len(m.Jobs))
+	if k := m.KeySetup; k != nil {
+		n += 32 + len(k.Federation) + 8*len(k.Committee)
 	}
 	return n + len(m.Err)
 }

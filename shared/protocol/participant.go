@@ -51,8 +51,10 @@ type Participant struct {
 	picks    map[int][]int
 	gramAt   map[int]int
 	gammaMax float64
-	est      []groupEstimate // per local group, for the local sequential estimate
-	hybrid   *fedhybrid.Node // fedhybrid: x_i and lambda_i (nil until the first round after a setup)
+	est      []groupEstimate  // per local group, for the local sequential estimate
+	hybrid   *fedhybrid.Node  // fedhybrid: x_i and lambda_i (nil until the first round after a setup)
+	keys     *participantKeys // threshold keys (nil: shared keys)
+	stored   []byte           // a threshold key state to take up again (RestoreKeyState)
 }
 
 // groupEstimate holds what a holder needs to estimate how the other
@@ -69,7 +71,19 @@ type groupEstimate struct {
 	xmu      []float64
 }
 
-// NewParticipant prepares a participant for its block.
+// beforeSetup reports whether a participant takes a message of kind k
+// before its setup.
+func (k Kind) beforeSetup() bool {
+	switch k {
+	case KindSetup, KindError, KindDone, KindKeySetup, KindKeySetups, KindKeyShares, KindSwitch:
+		return true
+	}
+	return false
+}
+
+// NewParticipant prepares a participant for its block. key is the shared
+// key (seal.NewKeyFor); it is nil in a federation with threshold keys, whose
+// key setup gives the participant its key.
 func NewParticipant(b *partition.Block, s secret.Secret, key seal.Key) (*Participant, error) {
 	if err := b.Validate(); err != nil {
 		return nil, fmt.Errorf("participant: %w", err)
@@ -97,7 +111,7 @@ func (p *Participant) Alpha() []float64 { return p.alpha }
 
 // Handle processes one coordinator message and returns the replies.
 func (p *Participant) Handle(m Message) ([]Message, error) {
-	if m.Kind != KindSetup && m.Kind != KindError && m.Kind != KindDone && p.setup == nil {
+	if !m.Kind.beforeSetup() && p.setup == nil {
 		return nil, fmt.Errorf("participant: %s before setup", m.Kind)
 	}
 	if err := finiteFields(m); err != nil {
@@ -106,6 +120,14 @@ func (p *Participant) Handle(m Message) ([]Message, error) {
 	switch m.Kind {
 	case KindSetup:
 		return p.onSetup(m)
+	case KindKeySetup:
+		return p.onKeySetup(m)
+	case KindKeySetups:
+		return p.onKeySetups(m)
+	case KindKeyShares:
+		return p.onKeyShares(m)
+	case KindSwitch:
+		return p.onSwitch(m)
 	case KindNorms:
 		q, err := seal.OpenSlots(p.key, m.Sealed, p.setup.Slots)
 		if err != nil {
@@ -163,6 +185,12 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 	}
 	if s.NumTrain < 1 {
 		return nil, fmt.Errorf("participant: setup: %d training samples", s.NumTrain)
+	}
+	if cfg.Keys == KeysThreshold && p.keys == nil {
+		return nil, fmt.Errorf("participant: setup: the federation uses threshold keys, and no key setup came first")
+	}
+	if p.key == nil {
+		return nil, fmt.Errorf("participant: setup: no sealing key (keys %s)", cfg.Keys)
 	}
 	p.setup, p.loss, p.rule = s, l, participantRuleFor(cfg)
 	p.lambdaN = cfg.Lambda * float64(s.NumTrain)

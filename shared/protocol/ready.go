@@ -90,6 +90,7 @@ func (c *Coordinator) Step(in Input) Ready {
 	case InputStop:
 		c.stop(in.Reason)
 	}
+	c.requestSwitches()
 	r := Ready{Envelopes: c.flush(), Checkpoint: c.snap, Round: c.round, Phase: c.Phase(), PhaseSeq: c.phaseSeq,
 		Finished: c.finished, Stopped: c.stopped, Waiting: c.waiting, Paused: c.paused, MaxChunks: c.MaxChunks(), Err: err}
 	c.snap = nil

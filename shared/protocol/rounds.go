@@ -171,8 +171,16 @@ func (c *Coordinator) featureHolders(clients []int) []int {
 }
 
 // quorate reports whether enough participants are connected for a round.
+// A participant whose threshold key is being set up again does not count
+// yet: it cannot open what a round would send it.
 func (c *Coordinator) quorate() bool {
-	return float64(c.numConnected()) >= c.cfg.Quorum*float64(c.numRegistered())
+	n := 0
+	for _, x := range c.clients {
+		if x.hello != nil && x.connected && x.keyRejoin == "" {
+			n++
+		}
+	}
+	return float64(n) >= c.cfg.Quorum*float64(c.numRegistered())
 }
 
 // fullIPEvery is how often (in rounds) the default step recomputes every

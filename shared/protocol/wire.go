@@ -30,7 +30,12 @@ var DefaultLimits = Limits{MaxBytes: 256 << 20, MaxChunks: 1 << 16}
 //	"hm" version header-length(uint32) header(JSON of the plaintext fields)
 //	sealed-length(uint32) sealed-vector alpha-length(uint32) alpha-vector
 //
-// with the sealed vectors in seal.MarshalVec's format (empty when absent).
+// with the sealed vectors in seal.MarshalVec's format (empty when absent),
+// then, only when Keys holds messages of the threshold key layer,
+//
+//	keys-count(uint32) then per message its length(uint32) and bytes
+//
+// (frames without them are those of a shared-key federation, unchanged).
 // JSON cannot carry NaN or infinities, so encoding refuses them.
 func EncodeMessage(s seal.Scheme, m Message) ([]byte, error) {
 	hdr, err := json.Marshal(m)
@@ -43,6 +48,12 @@ func EncodeMessage(s seal.Scheme, m Message) ([]byte, error) {
 		size += 4
 		if v != nil {
 			size += seal.VecSize(s, v)
+		}
+	}
+	if len(m.Keys) > 0 {
+		size += 4
+		for _, k := range m.Keys {
+			size += 4 + len(k)
 		}
 	}
 	// One buffer of the frame's size: the ciphertexts are copied into it
@@ -61,8 +72,19 @@ func EncodeMessage(s seal.Scheme, m Message) ([]byte, error) {
 		}
 		binary.LittleEndian.PutUint32(out[at:], uint32(len(out)-at-4))
 	}
+	if len(m.Keys) > 0 {
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(m.Keys)))
+		for _, k := range m.Keys {
+			out = binary.LittleEndian.AppendUint32(out, uint32(len(k)))
+			out = append(out, k...)
+		}
+	}
 	return out, nil
 }
+
+// MaxKeys bounds the key-layer messages one frame carries: a switch
+// request's targets and chunks, a member's Shamir shares.
+const MaxKeys = 1 << 16
 
 // FrameParts splits the size of a frame of EncodeMessage into its
 // plaintext header (kind, round, plaintext numbers as JSON) and its sealed
@@ -134,6 +156,26 @@ func DecodeMessage(s seal.Scheme, b []byte, lim Limits) (Message, error) {
 		}
 		if *f.dst, err = seal.UnmarshalVec(s, part, lim.MaxChunks); err != nil {
 			return Message{}, fmt.Errorf("wire: %s of a %s message: %w", f.name, m.Kind, err)
+		}
+	}
+	if len(b) > 0 {
+		// The key layer's messages; each is decoded and checked by its
+		// receiver, which knows the federation's key.
+		if len(b) < 4 {
+			return Message{}, fmt.Errorf("wire: %d bytes after the message", len(b))
+		}
+		n := binary.LittleEndian.Uint32(b)
+		b = b[4:]
+		if n == 0 || n > MaxKeys || uint64(n)*4 > uint64(len(b)) {
+			return Message{}, fmt.Errorf("wire: %s message: %d key messages in %d bytes (want 1 to %d)", m.Kind, n, len(b), MaxKeys)
+		}
+		m.Keys = make([][]byte, n)
+		for i := range m.Keys {
+			part, err := next(fmt.Sprintf("key message %d", i))
+			if err != nil {
+				return Message{}, err
+			}
+			m.Keys[i] = bytes.Clone(part) // the server reuses the frame's buffer
 		}
 	}
 	if len(b) != 0 {

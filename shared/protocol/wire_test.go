@@ -96,6 +96,8 @@ func FuzzDecodeMessage(f *testing.F) {
 	f.Add(b)
 	small, _ := EncodeMessage(s, Message{Kind: KindWeights, Round: 1, W: []float64{1, -0.5}})
 	f.Add(small)
+	keys, _ := EncodeMessage(s, keysSample())
+	f.Add(keys)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := DecodeMessage(s, b, Limits{MaxBytes: 1 << 20, MaxChunks: 4})
 		if err != nil {
@@ -155,6 +157,54 @@ func TestDecodeDoesNotAlias(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		checkNoAlias(t, sc, b, got, enc)
+	}
+}
+
+// keysSample is a switch request: JSON fields and key-layer messages.
+func keysSample() Message {
+	return Message{Kind: KindSwitch, Round: 2, Batch: 5, ActiveSet: []int{1, 3}, Targets: []int{4},
+		Jobs: [][2]int{{0, 0}, {0, 1}}, Keys: [][]byte{[]byte("own key"), {}, []byte("chunk 2")}}
+}
+
+// TestWireKeys: the key-layer messages of the threshold keys travel in
+// their own section, after the sealed vectors, and come back as sent; a
+// frame without them is a shared-key frame, byte for byte; bad counts and
+// lengths are refused.
+func TestWireKeys(t *testing.T) {
+	s, m := wireSample(t)
+	plain, _ := EncodeMessage(s, m)
+	m.Keys = nil
+	if again, _ := EncodeMessage(s, m); !reflect.DeepEqual(plain, again) {
+		t.Fatal("an empty Keys field changed the frame")
+	}
+	k := keysSample()
+	b, err := EncodeMessage(s, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeMessage(s, b, DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Keys, k.Keys) || got.Batch != 5 || !reflect.DeepEqual(got.Jobs, k.Jobs) || !reflect.DeepEqual(got.ActiveSet, k.ActiveSet) {
+		t.Fatalf("decoded %+v", got)
+	}
+	if n := k.WireSize(s); n < 8*3+len("own key")+len("chunk 2") {
+		t.Errorf("WireSize %d leaves the key messages out", n)
+	}
+	tail := len(b) - (4 + 4 + len("own key") + 4 + 4 + len("chunk 2"))
+	for name, c := range map[string]struct {
+		b    []byte
+		want string
+	}{
+		"zero count": {append(b[:tail:tail], 0, 0, 0, 0), "0 key messages"},
+		"count":      {append(b[:tail:tail], 9, 0, 0, 0, 1, 0, 0, 0), "9 key messages"},
+		"short":      {b[:len(b)-1], "key message 2"},
+		"stub":       {append(b[:tail:tail], 1, 0), "bytes after the message"},
+	} {
+		if _, err := DecodeMessage(s, c.b, DefaultLimits); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one mentioning %q", name, err, c.want)
+		}
 	}
 }
 

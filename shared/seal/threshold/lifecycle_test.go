@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/hyfed/hyfed/shared/seal"
 )
 
 var link = bytes.Repeat([]byte{0x5a}, 32)
@@ -349,5 +351,52 @@ func TestSetupAuthenticated(t *testing.T) {
 	}
 	if _, err := parties[0].SwitchShare(c, []PartyID{1, 2}, victim); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSwitchShares: one request of several jobs (two chunks, two targets,
+// a chunk for both) gives the shares SwitchShare gives one by one: each
+// set of t opens its chunk for its target exactly; a job naming no target
+// or chunk and a swapped target key are refused.
+func TestSwitchShares(t *testing.T) {
+	f, parties := federation(t, 3, 2)
+	s := f.Scheme()
+	sl, _ := parties[0].Sealer()
+	va, vb := values(s.ChunkLen(), 1), values(s.ChunkLen(), 2)
+	a, _ := sl.Seal(va)
+	b, _ := sl.Seal(vb)
+	chunks := []seal.Chunk{a, b}
+	targets := []*OwnPublicKey{parties[0].PublicKey(), parties[2].PublicKey()}
+	jobs := [][2]int{{0, 0}, {1, 0}, {1, 1}}
+	active := []PartyID{2, 3}
+	byMember := map[PartyID][]*SwitchShare{}
+	for _, id := range active {
+		shares, err := parties[id-1].SwitchShares(chunks, active, targets, jobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byMember[id] = shares
+	}
+	for n, job := range jobs {
+		sw, err := f.AggregateSwitch(chunks[job[1]], []*SwitchShare{byMember[2][n], byMember[3][n]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := parties[[]int{0, 2}[job[0]]].Open(sw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := equalBits(got, [][]float64{va, vb}[job[1]]); i >= 0 {
+			t.Fatalf("job %d: slot %d differs", n, i)
+		}
+	}
+	if _, err := parties[1].SwitchShares(chunks, active, targets, [][2]int{{2, 0}}); err == nil || !strings.Contains(err.Error(), "job 0") {
+		t.Errorf("a job naming target 2 of 2: %v", err)
+	}
+	evil, _ := NewParty(f, 3, bytes.Repeat([]byte{0x33}, 32))
+	swapped := *targets[1]
+	swapped.P0 = evil.PublicKey().P0
+	if _, err := parties[1].SwitchShares(chunks, active, []*OwnPublicKey{targets[0], &swapped}, jobs[:1]); err == nil || !strings.Contains(err.Error(), "party 3") {
+		t.Errorf("a request with a swapped target key: %v", err)
 	}
 }

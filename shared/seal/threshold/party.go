@@ -401,6 +401,19 @@ func (p *Party) Sealer() (*Sealer, error) {
 // members (ascending, this party among them) whose shares the server will
 // add: every one of them must be given the same set.
 func (p *Party) SwitchShare(c seal.Chunk, active []PartyID, target *OwnPublicKey) (*SwitchShare, error) {
+	shares, err := p.SwitchShares([]seal.Chunk{c}, active, []*OwnPublicKey{target}, [][2]int{{0, 0}})
+	if err != nil {
+		return nil, err
+	}
+	return shares[0], nil
+}
+
+// SwitchShares returns, for every job {i, j}, the party's share of
+// switching chunks[j] to targets[i]'s own key, as SwitchShare does for one:
+// a request of many jobs checks each target's tag, derives the additive
+// share of the active set and digests each chunk once (a fifth of a share's
+// time each otherwise).
+func (p *Party) SwitchShares(chunks []seal.Chunk, active []PartyID, targets []*OwnPublicKey, jobs [][2]int) ([]*SwitchShare, error) {
 	if p.tsk == nil {
 		return nil, fmt.Errorf("threshold: party %d has no Shamir share (not on the committee, or setup not complete)", p.id)
 	}
@@ -410,30 +423,47 @@ func (p *Party) SwitchShare(c seal.Chunk, active []PartyID, target *OwnPublicKey
 	if !slices.Contains(active, p.id) {
 		return nil, fmt.Errorf("threshold: party %d is not in the active set %v", p.id, active)
 	}
-	if target == nil || target.f != p.f {
-		return nil, errors.New("threshold: target key of another federation")
+	for _, target := range targets {
+		if target == nil || target.f != p.f {
+			return nil, errors.New("threshold: target key of another federation")
+		}
+		if err := p.f.checkOwn(p.mac, target); err != nil {
+			return nil, err
+		}
 	}
-	if err := p.f.checkOwn(p.mac, target); err != nil {
-		return nil, err
-	}
-	ct, err := p.f.s.Ciphertext(c)
-	if err != nil {
-		return nil, fmt.Errorf("threshold: switch: %w", err)
+	cts := make([]*rlwe.Ciphertext, len(chunks))
+	digests := make([][32]byte, len(chunks))
+	for j, c := range chunks {
+		ct, err := p.f.s.Ciphertext(c)
+		if err != nil {
+			return nil, fmt.Errorf("threshold: switch: chunk %d: %w", j, err)
+		}
+		cts[j], digests[j] = ct, p.f.digest(ct)
 	}
 	// The additive share of s for this active set: the Shamir share times
 	// the party's Lagrange coefficient at 0.
 	add := rlwe.NewSecretKey(p.f.params)
+	defer func() {
+		for _, row := range add.Value.Q.Coeffs { // the additive share opens with the others' only
+			clear(row)
+		}
+	}()
 	if err := p.cmb.GenAdditiveShare(shamirPoints(active), mhe.ShamirPublicPoint(p.id), *p.tsk, add); err != nil {
 		return nil, fmt.Errorf("threshold: combine: %w", err)
 	}
-	h, err := p.f.switchShare(add, target, ct)
-	for _, row := range add.Value.Q.Coeffs { // the additive share opens with the others' only
-		clear(row)
+	out := make([]*SwitchShare, len(jobs))
+	for n, job := range jobs {
+		i, j := job[0], job[1]
+		if i < 0 || i >= len(targets) || j < 0 || j >= len(chunks) {
+			return nil, fmt.Errorf("threshold: switch job %d names target %d of %d and chunk %d of %d", n, i, len(targets), j, len(chunks))
+		}
+		h, err := p.f.switchShare(add, targets[i], cts[j])
+		if err != nil {
+			return nil, err
+		}
+		out[n] = &SwitchShare{f: p.f, From: p.id, Target: targets[i].ID, Active: slices.Clone(active), Digest: digests[j], Value: h}
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &SwitchShare{f: p.f, From: p.id, Target: target.ID, Active: slices.Clone(active), Digest: p.f.digest(ct), Value: h}, nil
+	return out, nil
 }
 
 // switchShare is mhe.PublicKeySwitchProtocol.GenShare written out with the

@@ -80,3 +80,33 @@ func (k *Sealer) Open(seal.Chunk) ([]float64, error) {
 }
 
 var _ seal.Key = (*Sealer)(nil)
+
+// PartyKey is a participant's seal.Key in a threshold federation: it seals
+// under the collective key (Sealer) and opens only chunks switched to the
+// party's own key (Party.Open), which is what the server sends it. A chunk
+// still under the collective key does not open with it (the values come out
+// as noise, never as another participant's values).
+type PartyKey struct {
+	*Sealer
+	p *Party
+}
+
+// Key returns the party's seal.Key, once it has the collective key.
+func (p *Party) Key() (*PartyKey, error) {
+	sl, err := p.Sealer()
+	if err != nil {
+		return nil, err
+	}
+	return &PartyKey{Sealer: sl, p: p}, nil
+}
+
+// Open implements seal.Key: a chunk switched to the party's own key.
+func (k *PartyKey) Open(c seal.Chunk) ([]float64, error) {
+	vals, err := k.p.f.s.Open(k.p.own, c)
+	if err != nil {
+		return nil, fmt.Errorf("threshold: party %d: open: %w", k.p.id, err)
+	}
+	return vals, nil
+}
+
+var _ seal.Key = (*PartyKey)(nil)

@@ -174,6 +174,7 @@ func (f *Federation) header(typ byte) []byte {
 }
 
 func (f *Federation) appendPoly(out []byte, p ring.Poly) []byte {
+	out = slices.Grow(out, 8*len(p.Coeffs)*p.N()) // one allocation, not a doubling per 8 bytes appended
 	for _, row := range p.Coeffs {
 		for _, v := range row {
 			out = binary.LittleEndian.AppendUint64(out, v)
