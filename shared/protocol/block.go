@@ -407,11 +407,16 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 			gmax = math.Min(gmax, limit)
 		}
 		if m.Centered {
-			// The second direction: the same subproblem against the
-			// Gram of the picks less their mean row (group steps).
+			// The second direction, from where the first leads: the
+			// same subproblem's continuation against the Gram of the
+			// picks less their mean row (group steps).
+			zoff := make([]float64, h)
+			for r := range h {
+				zoff[r] = m.Sigma * vec.Dot(a[r*h:(r+1)*h], delta) / p.lambdaN
+			}
 			centerGram(a, h)
-			cent := p.solveGroup(picks, a, m.Sigma)
-			climit := p.stepLimit(picks, cent)
+			cent := p.solveGroupFrom(picks, a, m.Sigma, delta, zoff)
+			climit := p.stepLimitFrom(picks, cent, delta)
 			for r, i := range picks {
 				dCent[i] = cent[r]
 			}
@@ -429,7 +434,7 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 		out.GammaMax = math.Min(gmax, maxBlockStep)
 	}
 	if m.Centered {
-		out.DWCentered, out.DConjCentered = p.dirShare(dCent, report)
+		out.DWCentered, out.DConjCentered = p.dirShare(dCent, d, report)
 		out.GammaMaxCentered = math.Min(gCent, maxBlockStep)
 		for i := range dCent {
 			if p.block.Heldout[i] {
@@ -444,10 +449,20 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 // stepLimit is the largest step along the picks' changes delta that keeps
 // their dual values feasible (a y in [0, 1]).
 func (p *Participant) stepLimit(picks []int, delta []float64) float64 {
+	return p.stepLimitFrom(picks, delta, nil)
+}
+
+// stepLimitFrom is stepLimit from the dual values moved by base (per
+// pick; nil: none).
+func (p *Participant) stepLimitFrom(picks []int, delta, base []float64) float64 {
 	limit := math.Inf(1)
 	for r, i := range picks {
 		y := p.block.Y[i]
-		db, b := delta[r]*y, p.alpha[i]*y
+		a := p.alpha[i]
+		if base != nil {
+			a += base[r]
+		}
+		db, b := delta[r]*y, a*y
 		switch {
 		case db > 0:
 			limit = math.Min(limit, (1-b)/db)
@@ -459,8 +474,9 @@ func (p *Participant) stepLimit(picks []int, delta []float64) float64 {
 }
 
 // dirShare is the block's share of dw = X^T d and the conjugate change of
-// the reported groups along d (directionPart's numbers, nothing kept).
-func (p *Participant) dirShare(d []float64, report []bool) ([]float64, float64) {
+// the reported groups along d from the dual values moved by base (per
+// sample), directionPart's numbers, nothing kept.
+func (p *Participant) dirShare(d, base []float64, report []bool) ([]float64, float64) {
 	dw := make([]float64, len(p.block.Features))
 	dconj := 0.0
 	for _, i := range p.train {
@@ -469,8 +485,8 @@ func (p *Participant) dirShare(d []float64, report []bool) ([]float64, float64) 
 		}
 		p.block.X.AddRowTo(i, d[i], dw)
 		if report[p.setup.Group[i]] {
-			y := p.block.Y[i]
-			dconj += p.loss.Conj(p.alpha[i]+d[i], y) - p.loss.Conj(p.alpha[i], y)
+			y, a := p.block.Y[i], p.alpha[i]+base[i]
+			dconj += p.loss.Conj(a+d[i], y) - p.loss.Conj(a, y)
 		}
 	}
 	return dw, dconj
@@ -486,6 +502,13 @@ func (p *Participant) dirShare(d []float64, report []bool) ([]float64, float64) 
 // by 1e-8 (at most 300 sweeps). Every holder runs it on the same numbers
 // in the same order and gets the same d.
 func (p *Participant) solveGroup(picks []int, a []float64, sigma float64) []float64 {
+	return p.solveGroupFrom(picks, a, sigma, nil, nil)
+}
+
+// solveGroupFrom is solveGroup from the picks' dual values moved by base
+// and their margins by zoff (nil: none): the subproblem's continuation
+// from a point it reached.
+func (p *Participant) solveGroupFrom(picks []int, a []float64, sigma float64, base, zoff []float64) []float64 {
 	h := len(picks)
 	d := make([]float64, h)
 	ad := make([]float64, h)
@@ -502,7 +525,12 @@ func (p *Participant) solveGroup(picks []int, a []float64, sigma float64) []floa
 				q = 1e-12 // a zero row does not move w
 			}
 			z := p.ip[i] + sigma*ad[x]/p.lambdaN
-			dl := p.loss.Step(p.alpha[i]+d[x], p.block.Y[i], z, q, p.lambdaN)
+			a0 := p.alpha[i]
+			if base != nil {
+				z += zoff[x]
+				a0 += base[x]
+			}
+			dl := p.loss.Step(a0+d[x], p.block.Y[i], z, q, p.lambdaN)
 			if dl == 0 {
 				continue
 			}

@@ -18,33 +18,40 @@ import (
 // -7 and shrink by 1.7e-3 a round; the dual gains 2.4e-7 a round.
 //
 // Under group steps every group's holders solve the subproblem twice from
-// the same summed Gram: as the block step does, and against the Gram of
-// the picks less their mean row (centerGram), which has no curvature
+// the same summed Gram: as the block step does (d_g), and then on from
+// where d_g leads (its dual values and margins) against the Gram of the
+// picks less their mean row (centerGram, d'_g), which has no curvature
 // along moving all picks alike: the bias's part drops out exactly, with
 // whatever else the picks share. The server then weighs the directions,
 // x d_g + x'_g d'_g: one weight x for all groups' own directions (the
 // block step's line search, where it starts) and each group's own weight
-// x'_g on its centered direction, maximising over the weights the dual's
+// x'_g on its second direction, maximising over the weights the dual's
 // model
 //
 //	a.(x, x') - lambda/2 ||sum_g x u_g + x'_g u'_g||^2
 //
-// (a from the conjugate changes at weight 1 and w.u), whose quadratic term,
-// from the groups' primal directions u (plaintext: the holders' shares of
-// dw), holds the coupling through the bias and the mean rows exactly:
-// groups that move the shared directions the same way are held back
-// together, groups that move them in opposite ways go ahead. The
-// conjugate part is exact for the hinge loss (linear in the weights) and a
-// chord for a smooth loss. The weights stay in the convex hull of 0 and
-// the two directions at their feasibility limits, so every dual value
-// stays feasible, and start from the block step's own line search, so
-// the model never gains less than it (with every x'_g 0 the round is the
-// block step's). Giving every group's own direction its own weight too
-// gained more a round but less over a run (breast-cancer horizontal:4,
-// hinge: behind from round 2 on); the mechanism needs only the centered
-// weights. The combined direction is then
-// priced on the block step's grid of multiples with the exact dual, so the
-// dual never falls (the step 0 is a candidate).
+// (a from the conjugate changes and w.u), whose quadratic term, from the
+// groups' primal directions u (plaintext: the holders' shares of dw),
+// holds the coupling through the bias and the mean rows exactly: groups
+// that move the shared directions the same way are held back together,
+// groups that move them in opposite ways go ahead. The conjugate part is
+// exact for the hinge loss (linear in the weights) and chords for a smooth
+// loss. Each group's weights stay in the triangle of 0, its first
+// direction at its feasibility limit and both directions (the second at
+// its own limit from the first's end), so every dual value stays
+// feasible; they start from the block step's own line search, so the
+// model never gains less than it (with every x'_g 0 the round is the
+// block step's). The combined direction is then priced on the block
+// step's grid of multiples with the exact dual, so the dual never falls
+// (the step 0 is a candidate).
+//
+// Measured and not kept: the second direction solved from the dual values
+// as held instead of from the first's end (it fixed the logistic stall
+// but not the hinge's: with the first direction at its limit, common for
+// the hinge loss, the convex hull of the two leaves the second no room);
+// every group's own direction with its own weight too (more gain a round,
+// less over a run: breast-cancer horizontal:4, hinge, behind from round 2
+// on).
 //
 // The server needs each group's u apart: every holder of an updating
 // group holds no other updating group (quadrants, horizontal, grid) and
@@ -180,9 +187,7 @@ func (c *Coordinator) groupLineSearch(targets []int, replies map[int]Message) bo
 			c.dirDW[h] = dw
 			c.flow.scale[h] = [2]float64{xa, xb}
 		}
-		if r := xa/lim[j] + xb/lim[kk+j]; r > 0 {
-			tmax = math.Min(tmax, 1/r)
-		}
+		tmax = math.Min(tmax, groupStepLimit(xa, xb, lim[j], lim[kk+j]))
 	}
 	c.gammaMax = tmax
 	c.trialPhase(u, math.Min(1, tmax))
@@ -194,9 +199,11 @@ func (c *Coordinator) groupLineSearch(targets []int, replies map[int]Message) bo
 // one) from the feasible x by cyclic coordinate ascent. The first K
 // weights are one (every group's own direction weighed alike, as by the
 // block step's line search, which is where x starts); each centered
-// weight is the group's own. x >= 0 with x[j]/hi[j] + x[K+j]/hi[K+j] <= 1
-// for every group: the convex hull of 0 and the group's two directions at
-// their feasibility limits, where every dual value stays feasible. A
+// weight is the group's own. Each group's pair stays in the triangle of
+// (0, 0), (hi[j], 0) and (1, hi[K+j]): the dual values as held, moved by
+// the first direction up to its limit, moved by it and then by the
+// centered one (which continues from the first's end) up to its own;
+// every point of the triangle keeps the dual values feasible. A
 // coordinate with no curvature goes to its bound if it gains. Every move
 // gains.
 func groupQP(x, a, g, hi []float64) {
@@ -209,41 +216,60 @@ func groupQP(x, a, g, hi []float64) {
 		}
 		return r
 	}
-	step := func(r, curv, x0, bound float64) float64 {
+	step := func(r, curv, x0, lo, hi float64) float64 {
+		if lo > hi {
+			return x0 // rounding at a vertex: stay
+		}
 		switch {
 		case curv > 0:
-			return math.Max(0, math.Min(bound, x0+r/curv))
+			return math.Max(lo, math.Min(hi, x0+r/curv))
 		case r > 0:
-			return bound
+			return hi
+		case r < 0:
+			return lo
 		}
 		return x0
 	}
 	for sweep := 0; sweep < 1000; sweep++ {
-		change := 0.0
 		// the common weight
-		r, curv, bound := 0.0, 0.0, math.Inf(1)
+		r, curv, lo, up := 0.0, 0.0, 0.0, math.Inf(1)
 		for j := range k {
 			r += grad(j)
 			for l := range k {
 				curv += g[j*k2+l]
 			}
-			bound = math.Min(bound, hi[j]*math.Max(0, 1-x[k+j]/hi[k+j]))
+			la, lb, b := hi[j], hi[k+j], x[k+j]
+			lo = math.Max(lo, b/lb)
+			up = math.Min(up, la-b*math.Max(0, la-1)/lb)
 		}
-		v := step(r, curv, x[0], bound)
-		change = math.Abs(v-x[0]) / math.Max(1, v)
+		v := step(r, curv, x[0], lo, up)
+		change := math.Abs(v-x[0]) / math.Max(1, v)
 		for j := range k {
 			x[j] = v
 		}
-		for j := k; j < k2; j++ {
-			bound := hi[j] * math.Max(0, 1-x[j-k]/hi[j-k])
-			v := step(grad(j), g[j*k2+j], x[j], bound)
-			change = math.Max(change, math.Abs(v-x[j])/math.Max(1, v))
-			x[j] = v
+		for j := range k {
+			la, lb := hi[j], hi[k+j]
+			up := lb * v
+			if la > 1 {
+				up = math.Min(up, lb*(la-v)/(la-1))
+			}
+			b := step(grad(k+j), g[(k+j)*k2+k+j], x[k+j], 0, math.Max(0, up))
+			change = math.Max(change, math.Abs(b-x[k+j])/math.Max(1, b))
+			x[k+j] = b
 		}
 		if change < 1e-13 {
 			break
 		}
 	}
+}
+
+// groupStepLimit is the largest multiple t of a group's weights (xa, xb)
+// that stays in groupQP's triangle for limits la, lb.
+func groupStepLimit(xa, xb, la, lb float64) float64 {
+	if d := xa + xb*math.Max(0, la-1)/lb; d > 0 {
+		return la / d
+	}
+	return math.Inf(1)
 }
 
 // groupScale adds to a trial message for client k its group's weights
@@ -294,7 +320,15 @@ func (p *Participant) scaleGroups(m Message) error {
 			return fmt.Errorf("participant: trial: weights %v, %v for group %d, which has no direction this round", xa, xb, g)
 		}
 		for _, i := range p.groupTrain[g] {
-			p.pending[i] = xa*p.pending[i] + xb*p.centered[i]
+			u, v := xa*p.pending[i], xb*p.centered[i]
+			p.pending[i] = u + v
+			if math.Abs(u+v) <= 1e-12*(math.Abs(u)+math.Abs(v)) {
+				// The two cancel (a pick that the first direction
+				// moves off a bound and the second back onto it, at a
+				// vertex of the server's triangle): what is left is
+				// rounding, which could point out of the box.
+				p.pending[i] = 0
+			}
 		}
 	}
 	p.centered = nil

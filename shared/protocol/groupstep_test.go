@@ -113,7 +113,7 @@ func TestGroupQPStaysFeasibleAndGains(t *testing.T) {
 		1, 0, 1, 0.1,
 		0, 0.2, 0.1, 0.5,
 	}
-	hi := []float64{0.7, 3, 0.4, 2}
+	hi := []float64{1.5, 3, 0.4, 2}
 	model := func(x []float64) float64 {
 		v := 0.0
 		for i := range x {
@@ -135,8 +135,12 @@ func TestGroupQPStaysFeasibleAndGains(t *testing.T) {
 		t.Fatalf("the groups' own directions weighed %v and %v, not alike", x[0], x[1])
 	}
 	for j := range 2 {
-		if x[j] < 0 || x[j+2] < 0 || x[j]/hi[j]+x[j+2]/hi[j+2] > 1+1e-12 {
-			t.Fatalf("pair %d: %v, %v outside the hull of limits %v, %v", j, x[j], x[j+2], hi[j], hi[j+2])
+		xa, xb, la, lb := x[j], x[j+2], hi[j], hi[j+2]
+		if xa < 0 || xb < 0 || xb > lb*xa*(1+1e-12) || xa+xb*math.Max(0, la-1)/lb > la*(1+1e-12) {
+			t.Fatalf("pair %d: %v, %v outside the triangle of limits %v, %v", j, xa, xb, la, lb)
+		}
+		if l := groupStepLimit(xa, xb, la, lb); l < 1-1e-12 {
+			t.Fatalf("pair %d: step limit %v below 1", j, l)
 		}
 	}
 }
