@@ -407,12 +407,14 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 			gmax = math.Min(gmax, limit)
 		}
 		if m.Centered {
-			// The second direction, from where the first leads: the
-			// same subproblem's continuation against the Gram of the
-			// picks less their mean row (group steps).
+			// The second direction, from where the first leads (its
+			// dual values, and the margins its own change of w gives
+			// them: the other groups' moves are the server's to price,
+			// not sigma''s), against the Gram of the picks less their
+			// mean row (group steps).
 			zoff := make([]float64, h)
 			for r := range h {
-				zoff[r] = m.Sigma * vec.Dot(a[r*h:(r+1)*h], delta) / p.lambdaN
+				zoff[r] = vec.Dot(a[r*h:(r+1)*h], delta) / p.lambdaN
 			}
 			centerGram(a, h)
 			cent := p.solveGroupFrom(picks, a, m.Sigma, delta, zoff)
