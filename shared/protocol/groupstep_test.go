@@ -127,7 +127,7 @@ func TestGroupQPStaysFeasibleAndGains(t *testing.T) {
 	x := []float64{0.2, 0.2, 0, 0}
 	// (the first two weights are one)
 	start := model(x)
-	groupQP(x, a, g, hi)
+	groupQP(x, a, g, hi, nil)
 	if model(x) < start {
 		t.Fatalf("model fell from %v to %v", start, model(x))
 	}
@@ -142,5 +142,34 @@ func TestGroupQPStaysFeasibleAndGains(t *testing.T) {
 		if l := groupStepLimit(xa, xb, la, lb); l < 1-1e-12 {
 			t.Fatalf("pair %d: step limit %v below 1", j, l)
 		}
+	}
+}
+
+// TestGroupQPKeepsTheBias: with the bias shares given, the centered
+// weights move mass between the groups only (their bias share sums to 0),
+// and the model still gains.
+func TestGroupQPKeepsTheBias(t *testing.T) {
+	const k = 3
+	a := []float64{1, 1, 1, 0.5, 0.8, -0.2}
+	g := make([]float64, 4*k*k)
+	for i := range 2 * k {
+		g[i*2*k+i] = 1
+		if i+1 < 2*k {
+			g[i*2*k+i+1], g[(i+1)*2*k+i] = 0.3, 0.3
+		}
+	}
+	hi := []float64{2, 2, 2, 3, 3, 3}
+	neutral := []float64{1, -2, 0.5}
+	x := []float64{0.5, 0.5, 0.5, 0, 0, 0}
+	groupQP(x, a, g, hi, neutral)
+	s := 0.0
+	for j := range k {
+		s += x[k+j] * neutral[j]
+	}
+	if math.Abs(s) > 1e-12 {
+		t.Fatalf("centered weights %v move the bias by %v", x[k:], s)
+	}
+	if x[k] == 0 && x[k+1] == 0 && x[k+2] == 0 {
+		t.Fatalf("no mass moved: %v", x)
 	}
 }
