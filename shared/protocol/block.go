@@ -125,6 +125,7 @@ func (c *Coordinator) gramsIn(p *phaseState) {
 		return
 	}
 	c.flow.targets = targets
+	c.flow.groupSteps = c.groupStepsApply()
 	report := c.reporters(targets)
 	sigma := float64(len(c.updating))
 	if c.sigma > 0 {
@@ -133,7 +134,7 @@ func (c *Coordinator) gramsIn(p *phaseState) {
 	c.roundSigma = sigma
 	for _, k := range targets {
 		cs := c.clients[k]
-		m := Message{Kind: KindGramSum, Round: c.round, Sealed: seal.Vec{}, Report: report[k], Sigma: sigma}
+		m := Message{Kind: KindGramSum, Round: c.round, Sealed: seal.Vec{}, Report: report[k], Sigma: sigma, Centered: c.flow.groupSteps}
 		for _, gi := range c.updating {
 			lg, ok := cs.localGroup[gi]
 			if !ok {
@@ -294,6 +295,7 @@ func (p *Participant) violates(i int) bool {
 // partial Gram of them in the group's chunks.
 func (p *Participant) onGram(m Message) ([]Message, error) {
 	p.pending, p.picks, p.gramAt, p.gammaMax = nil, map[int][]int{}, map[int]int{}, math.Inf(1)
+	p.limits = map[int][2]float64{}
 	if len(m.GramAt) != len(m.Groups) {
 		return nil, fmt.Errorf("participant: gram: %d groups but %d Gram positions", len(m.Groups), len(m.GramAt))
 	}
@@ -357,6 +359,12 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 	d := make([]float64, p.block.N())
 	p.gammaMax = math.Inf(1)
 	gmax := math.Inf(1)
+	var dCent []float64
+	gCent := math.Inf(1)
+	p.centered = nil
+	if m.Centered {
+		dCent = make([]float64, p.block.N())
+	}
 	for j, g := range m.Groups {
 		picks, ok := p.picks[g]
 		if !ok {
@@ -366,6 +374,7 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 		if !(kappa >= 1) {
 			return nil, fmt.Errorf("participant: gram-sum: kappa %v below 1", kappa)
 		}
+		p.limits[g] = [2]float64{math.Inf(1), math.Inf(1)}
 		h := len(picks)
 		if h == 0 {
 			continue
@@ -390,21 +399,35 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 			}
 		}
 		delta := p.solveGroup(picks, a, m.Sigma)
-		limit := math.Inf(1)
+		limit := p.stepLimit(picks, delta)
 		for r, i := range picks {
 			d[i] = delta[r]
-			y := p.block.Y[i]
-			db, b := delta[r]*y, p.alpha[i]*y
-			switch {
-			case db > 0:
-				limit = math.Min(limit, (1-b)/db)
-			case db < 0:
-				limit = math.Min(limit, b/(-db))
-			}
 		}
 		p.gammaMax = math.Min(p.gammaMax, limit)
+		p.limits[g] = [2]float64{limit, math.Inf(1)}
 		if report[g] {
 			gmax = math.Min(gmax, limit)
+		}
+		if m.Centered {
+			// The second direction, from where the first leads (its
+			// dual values, and the margins its own change of w gives
+			// them: the other groups' moves are the server's to price,
+			// not sigma''s), against the Gram of the picks less their
+			// mean row (group steps).
+			zoff := make([]float64, h)
+			for r := range h {
+				zoff[r] = vec.Dot(a[r*h:(r+1)*h], delta) / p.lambdaN
+			}
+			centerGram(a, h)
+			cent := p.solveGroupFrom(picks, a, m.Sigma, delta, zoff)
+			climit := p.stepLimitFrom(picks, cent, delta)
+			for r, i := range picks {
+				dCent[i] = cent[r]
+			}
+			p.limits[g] = [2]float64{limit, climit}
+			if report[g] {
+				gCent = math.Min(gCent, climit)
+			}
 		}
 	}
 	out, err := p.directionPart(m.Round, d, report)
@@ -414,7 +437,63 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 	if !math.IsInf(gmax, 1) {
 		out.GammaMax = math.Min(gmax, maxBlockStep)
 	}
+	if m.Centered {
+		out.DWCentered, out.DConjCentered = p.dirShare(dCent, d, report)
+		out.GammaMaxCentered = math.Min(gCent, maxBlockStep)
+		for i := range dCent {
+			if p.block.Heldout[i] {
+				dCent[i] = 0
+			}
+		}
+		p.centered = dCent
+	}
 	return []Message{out}, nil
+}
+
+// stepLimit is the largest step along the picks' changes delta that keeps
+// their dual values feasible (a y in [0, 1]).
+func (p *Participant) stepLimit(picks []int, delta []float64) float64 {
+	return p.stepLimitFrom(picks, delta, nil)
+}
+
+// stepLimitFrom is stepLimit from the dual values moved by base (per
+// pick; nil: none).
+func (p *Participant) stepLimitFrom(picks []int, delta, base []float64) float64 {
+	limit := math.Inf(1)
+	for r, i := range picks {
+		y := p.block.Y[i]
+		a := p.alpha[i]
+		if base != nil {
+			a += base[r]
+		}
+		db, b := delta[r]*y, a*y
+		switch {
+		case db > 0:
+			limit = math.Min(limit, (1-b)/db)
+		case db < 0:
+			limit = math.Min(limit, b/(-db))
+		}
+	}
+	return limit
+}
+
+// dirShare is the block's share of dw = X^T d and the conjugate change of
+// the reported groups along d from the dual values moved by base (per
+// sample), directionPart's numbers, nothing kept.
+func (p *Participant) dirShare(d, base []float64, report []bool) ([]float64, float64) {
+	dw := make([]float64, len(p.block.Features))
+	dconj := 0.0
+	for _, i := range p.train {
+		if d[i] == 0 {
+			continue
+		}
+		p.block.X.AddRowTo(i, d[i], dw)
+		if report[p.setup.Group[i]] {
+			y, a := p.block.Y[i], p.alpha[i]+base[i]
+			dconj += p.loss.Conj(a+d[i], y) - p.loss.Conj(a, y)
+		}
+	}
+	return dw, dconj
 }
 
 // solveGroup maximises by coordinate ascent, from zero, the group's
@@ -427,6 +506,13 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 // by 1e-8 (at most 300 sweeps). Every holder runs it on the same numbers
 // in the same order and gets the same d.
 func (p *Participant) solveGroup(picks []int, a []float64, sigma float64) []float64 {
+	return p.solveGroupFrom(picks, a, sigma, nil, nil)
+}
+
+// solveGroupFrom is solveGroup from the picks' dual values moved by base
+// and their margins by zoff (nil: none): the subproblem's continuation
+// from a point it reached.
+func (p *Participant) solveGroupFrom(picks []int, a []float64, sigma float64, base, zoff []float64) []float64 {
 	h := len(picks)
 	d := make([]float64, h)
 	ad := make([]float64, h)
@@ -443,7 +529,12 @@ func (p *Participant) solveGroup(picks []int, a []float64, sigma float64) []floa
 				q = 1e-12 // a zero row does not move w
 			}
 			z := p.ip[i] + sigma*ad[x]/p.lambdaN
-			dl := p.loss.Step(p.alpha[i]+d[x], p.block.Y[i], z, q, p.lambdaN)
+			a0 := p.alpha[i]
+			if base != nil {
+				z += zoff[x]
+				a0 += base[x]
+			}
+			dl := p.loss.Step(a0+d[x], p.block.Y[i], z, q, p.lambdaN)
 			if dl == 0 {
 				continue
 			}
@@ -456,4 +547,27 @@ func (p *Participant) solveGroup(picks []int, a []float64, sigma float64) []floa
 		}
 	}
 	return d
+}
+
+// centerGram replaces the h x h Gram a of the picks by that of the picks
+// less their mean row, (I - 11^T/h) A (I - 11^T/h): the bias's part (the
+// same in every entry) drops out, and so does whatever the picks share
+// (with images, the mean image).
+func centerGram(a []float64, h int) {
+	mean := make([]float64, h)
+	tot := 0.0
+	for r := 0; r < h; r++ {
+		s := 0.0
+		for c := 0; c < h; c++ {
+			s += a[r*h+c]
+		}
+		mean[r] = s / float64(h)
+		tot += s
+	}
+	tot /= float64(h * h)
+	for r := 0; r < h; r++ {
+		for c := 0; c < h; c++ {
+			a[r*h+c] += tot - mean[r] - mean[c]
+		}
+	}
 }

@@ -132,6 +132,13 @@ type Message struct {
 	// is the exact Gram).
 	Sigma float64   `json:",omitempty"`
 	Kappa []float64 `json:",omitempty"`
+	// gram-sum under GroupSteps: also solve each subproblem against the
+	// Gram of the picks less their mean row, a second direction (the
+	// server prices what the groups share). trial: per entry of Groups,
+	// the server's weights on the group's two directions.
+	Centered      bool      `json:",omitempty"`
+	GroupScale    []float64 `json:",omitempty"`
+	GroupCentered []float64 `json:",omitempty"`
 	// Report lists the local groups whose label-dependent sums (conjugate
 	// change, loss, accuracy) this client reports: one holder per group.
 	Report []int
@@ -154,6 +161,11 @@ type Message struct {
 	// the largest step that keeps every picked dual value feasible (0: no
 	// limit).
 	GammaMax float64 `json:",omitempty"`
+	// dir-part under GroupSteps: the second (centered) direction's DW,
+	// DConj and GammaMax.
+	DWCentered       []float64 `json:",omitempty"`
+	DConjCentered    float64   `json:",omitempty"`
+	GammaMaxCentered float64   `json:",omitempty"`
 
 	// metrics, one entry per grid value. GridLoss bounds the loss sum
 	// from above: each margin is moved against its label by the most the
@@ -250,7 +262,7 @@ func (m *Message) WireSize(s seal.Scheme) int {
 		n += len(p) + 2
 	}
 	n += len(m.Heldout) + 8*len(m.Features) + len(m.Fingerprint) + 8*(len(m.Groups)+len(m.ActiveHolders)+len(m.Report))
-	n += 8 * (len(m.GramAt) + len(m.Kappa))
+	n += 8 * (len(m.GramAt) + len(m.Kappa) + len(m.GroupScale) + len(m.GroupCentered) + len(m.DWCentered))
 	n += 8 * (len(m.W) + len(m.HatW) + len(m.DW) + len(m.GroupStats) + len(m.Grid) + 2*len(m.GridLoss) + len(m.GridWDot) + 2*len(m.GridTrainOK))
 	n += 8 * 8
 	if m.Setup != nil {

@@ -51,6 +51,10 @@ type Participant struct {
 	picks    map[int][]int
 	gramAt   map[int]int
 	gammaMax float64
+	// group steps: per local group, the largest step its two directions
+	// allow, and the second (centered) direction (nil: none this round)
+	limits   map[int][2]float64
+	centered []float64
 	est      []groupEstimate  // per local group, for the local sequential estimate
 	hybrid   *fedhybrid.Node  // fedhybrid: x_i and lambda_i (nil until the first round after a setup)
 	keys     *participantKeys // threshold keys (nil: shared keys)
@@ -569,6 +573,9 @@ func (p *Participant) onTrial(m Message) ([]Message, error) {
 	if len(m.W) != len(p.block.Features) {
 		return nil, fmt.Errorf("participant: trial: %d values for %d features", len(m.W), len(p.block.Features))
 	}
+	if err := p.scaleGroups(m); err != nil {
+		return nil, err
+	}
 	reply := Message{Kind: KindIPPart, Round: m.Round, Sealed: seal.Vec{}}
 	p.u = append(p.u[:0], m.W...)
 	zero := true
@@ -752,7 +759,7 @@ func finiteFields(m Message) error {
 		name string
 		vs   []float64
 	}{{"W", m.W}, {"Grid", m.Grid}, {"GroupStats", m.GroupStats}, {"Gamma", []float64{m.Gamma}},
-		{"Sigma", []float64{m.Sigma}}, {"Kappa", m.Kappa}} {
+		{"Sigma", []float64{m.Sigma}}, {"Kappa", m.Kappa}, {"GroupScale", m.GroupScale}, {"GroupCentered", m.GroupCentered}} {
 		for i, v := range f.vs {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return fmt.Errorf("%s message: field %s[%d] is %v, not a finite number", m.Kind, f.name, i, v)

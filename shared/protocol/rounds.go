@@ -63,6 +63,13 @@ type roundFlow struct {
 	grid    []float64 // the candidate steps the label holders price
 	partial bool      // a participant is missing from the round's metrics
 	metrics map[int]Message
+	// GroupSteps (groupstep.go): the round's groups also solved against
+	// their centered Grams; scale holds each updating holder's group's
+	// weights on its two directions, stepMean the step sigma' learns from
+	// (0: none).
+	groupSteps bool
+	scale      map[int][2]float64
+	stepMean   float64
 }
 
 // hyfdcaRule is HyFDCA: dual values sealed at the server, primal
@@ -357,6 +364,9 @@ func (c *Coordinator) directionIn(p *phaseState) {
 		if c.cfg.Step == StepBlock {
 			c.measureKappa()
 		}
+		if c.flow.groupSteps && c.groupLineSearch(targets, p.replies) {
+			return
+		}
 		c.lineSearch(c.directionOf(targets, p.replies), dconj, gmax)
 		return
 	}
@@ -520,7 +530,11 @@ func (c *Coordinator) trialPhase(u []float64, gammaD float64) {
 		c.flow.grid = candidateSteps(gammaD, c.gammaMax, c.cfg.Search, c.cfg.Step == StepBlock, c.cfg.Loss != "hinge")
 	}
 	for _, k := range targets {
-		c.send(k, Message{Kind: KindTrial, Round: c.round, W: c.onFeatures(k, u)})
+		m := Message{Kind: KindTrial, Round: c.round, W: c.onFeatures(k, u)}
+		if u != nil {
+			c.groupScale(k, &m)
+		}
+		c.send(k, m)
 	}
 	c.flow.partial = len(targets) < len(c.clients)
 	c.await(PhaseIP, KindIPPart, targets, c.trialSumsIn)
@@ -547,7 +561,7 @@ func (c *Coordinator) trialMetricsIn(p *phaseState) {
 	if f.u != nil {
 		gi = c.chooseStep(f.grid, f.u, f.metrics, f.partial)
 		if c.cfg.Step == StepBlock {
-			c.adaptSigma(f.grid[gi])
+			c.adaptStep(f.grid[gi])
 		}
 	}
 	if f.grid[gi] == 0 {
