@@ -65,6 +65,7 @@ type Summary struct {
 	Partition     string             `json:"partition"`
 	Clients       int                `json:"clients"`
 	Step          string             `json:"step"`
+	GroupSteps    bool               `json:"group_steps,omitempty"` // the block step's cross-group step
 	Scheme        string             `json:"scheme"`
 	Keys          string             `json:"keys,omitempty"` // "threshold"; absent: the shared key
 	SealPrimal    bool               `json:"seal_primal,omitempty"`
@@ -225,6 +226,7 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 		return nil, err
 	}
 	s.Step, s.Fraction, s.Rounds = cfg.Step, cfg.Fraction, cfg.Rounds
+	s.GroupSteps = cfg.GroupSteps && cfg.Step == protocol.StepBlock && !cfg.Baseline()
 	if cfg.Baseline() {
 		s.Step = "" // the baselines have no step rule
 		if !cfg.Averaging() {
