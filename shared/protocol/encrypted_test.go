@@ -106,8 +106,12 @@ func TestEncryptedTrafficHoldsNoSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, step := range []string{StepBlock, StepHyFed, StepPaper} {
-		f := newFedScheme(t, blocks, Config{Lambda: 1e-2, Step: step, Inner: 10, Fraction: 0.7, Rounds: 15, Seed: 3}, scheme)
+	for _, step := range []string{StepBlock, StepBlock + "+group-steps", StepHyFed, StepPaper} {
+		cfg := Config{Lambda: 1e-2, Step: step, Inner: 10, Fraction: 0.7, Rounds: 15, Seed: 3}
+		if rule, ok := strings.CutSuffix(step, "+group-steps"); ok {
+			cfg.Step, cfg.GroupSteps = rule, true
+		}
+		f := newFedScheme(t, blocks, cfg, scheme)
 		per := gramChunks(blockPicks(f.coord.cfg), scheme.ChunkLen())
 		var mu sync.Mutex
 		secrets := map[float64]bool{} // every value that travelled sealed
@@ -124,7 +128,7 @@ func TestEncryptedTrafficHoldsNoSecrets(t *testing.T) {
 				}
 			}
 		}
-		cipherChunks, openedForClients, grams := 0, 0, 0
+		cipherChunks, openedForClients, grams, centered := 0, 0, 0, 0
 		f.mem.Observe = func(toServer bool, k int, m *Message) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -180,6 +184,14 @@ func TestEncryptedTrafficHoldsNoSecrets(t *testing.T) {
 			add("GridConj", m.GridConj...)
 			add("GridWDot", m.GridWDot...)
 			add("GroupStats", m.GroupStats...)
+			if len(m.DWCentered) > 0 {
+				centered++
+			}
+			add("DWCentered", m.DWCentered...) // group steps' second direction
+			add("DConjCentered", m.DConjCentered)
+			if m.GammaMaxCentered != 1 {
+				add("GammaMaxCentered", m.GammaMaxCentered)
+			}
 			if m.GammaMax != 1 {
 				// 1 says that a pick reached its bound (docs/privacy.md),
 				// and hinge dual values at their bounds are 1 too.
@@ -190,8 +202,11 @@ func TestEncryptedTrafficHoldsNoSecrets(t *testing.T) {
 			// their bounds share by coincidence).
 		}
 		f.run(t)
-		if cipherChunks == 0 || openedForClients == 0 || (step == StepBlock) != (grams > 0) {
+		if cipherChunks == 0 || openedForClients == 0 || (cfg.Step == StepBlock) != (grams > 0) {
 			t.Fatalf("%s: %d ciphertexts observed, %d opened for clients, %d Gram chunks", step, cipherChunks, openedForClients, grams)
+		}
+		if cfg.GroupSteps != (centered > 0) {
+			t.Fatalf("%s: %d messages with a second direction", step, centered)
 		}
 		delete(secrets, 0) // zeros are everywhere and say nothing
 		for _, p := range plain {
