@@ -42,7 +42,9 @@ func TestAPI(t *testing.T) {
 		// A value given is used as given: no silent default for 0.
 		{`{"min_participants":2,"rounds":10,"lambda":0}`, "lambda"},
 		{`{"min_participants":2,"rounds":10,"iic":0}`, "IIC"},
-		{`{"min_participants":2,"rounds":10,"keys":"threshold"}`, "keys threshold"},
+		// Threshold keys split a key: plaintext has none.
+		{`{"min_participants":2,"rounds":10,"keys":"threshold","scheme":"plaintext"}`, "no key to split"},
+		{`{"min_participants":2,"rounds":10,"scheme":"bgv-threshold"}`, "scheme bgv-threshold"},
 		{`{"min_participants":2,"rounds":10,"keys":"nobody"}`, "keys"},
 	} {
 		var e apiError

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hyfed/hyfed/shared/experiment"
 	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/secret"
 	"github.com/hyfed/hyfed/shared/session"
 )
@@ -83,9 +84,9 @@ func (ts *testServer) create(t *testing.T, req CreateRequest, sec secret.Secret,
 		t.Fatalf("create: HTTP %d", code)
 	}
 
-	frag := sec.String()
-	if scheme == "plaintext" {
-		frag = "plaintext:" + frag
+	frag := session.SecretPrefix(scheme) + sec.String()
+	if req.Keys == protocol.KeysThreshold {
+		frag = session.SecretPrefix(session.SchemeThreshold) + sec.String()
 	}
 	l, err := session.ParseLink(ts.http.URL + resp.JoinPath + "&secret=" + frag)
 	if err != nil {

@@ -314,10 +314,20 @@ func (s *Server) create(req CreateRequest, creator string) (*CreateResponse, err
 		return nil, fmt.Errorf("scheme: %w", err)
 	}
 	if req.Keys == protocol.KeysThreshold {
-		// The coordinator runs them (hyfed experiment --keys threshold);
-		// the server's checkpoints, the websocket participants and the
-		// browser's storage of a party's key state do not yet.
-		return nil, errors.New("keys threshold: this server does not run federations with threshold keys yet (hyfed experiment does); create it with keys shared")
+		// Sealed under the collective key of the participants' threshold
+		// key; the coordinator switches every sum to its receiver's own.
+		switch scheme.Name() {
+		case "plaintext":
+			return nil, errors.New("keys threshold: scheme plaintext seals nothing, so there is no key to split: use one or the other")
+		case "bgv", "bgv-threshold":
+			if scheme, err = seal.ThresholdScheme(); err != nil {
+				return nil, fmt.Errorf("keys threshold: %w", err)
+			}
+		default:
+			return nil, fmt.Errorf("keys threshold: scheme %s: want bgv", scheme.Name())
+		}
+	} else if scheme.Name() == "bgv-threshold" {
+		return nil, fmt.Errorf("scheme bgv-threshold: the scheme of keys threshold, but keys %q", req.Keys)
 	}
 	if scheme.Name() == "plaintext" && !s.opt.InsecureDemo {
 		return nil, errors.New("scheme plaintext: this server refuses federations without encryption (the server could read every dual value and inner product); start it with --insecure-demo to demonstrate that, with demo data only")

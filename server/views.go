@@ -102,6 +102,10 @@ type ServerView struct {
 	State  string `json:"state"`
 	Round  int    `json:"round"`
 	Scheme string `json:"scheme"`
+	// Keys is the key mode: shared (every participant derives the one key
+	// from the link secret) or threshold (t-of-n keys: Note says what a
+	// colluding participant could open).
+	Keys string `json:"keys"`
 	// ServerCanReadDual is true under the plaintext scheme only.
 	ServerCanReadDual bool   `json:"server_can_read_dual_values"`
 	Note              string `json:"note"`
@@ -317,11 +321,15 @@ func (f *federation) serverView(a access) (*ServerView, error) {
 	cfg := f.coord.Config()
 	v := &ServerView{ID: f.meta.ID, Name: f.meta.Name, State: f.stateLocked(), Round: f.coord.Round(), Scheme: f.meta.Scheme,
 		NumFeatures: cfg.NumFeatures, SlotsPerCipher: f.scheme.ChunkLen(),
-		Participants: []ParticipantHeld{}, AlsoPlaintext: alsoPlaintext, ServerCanReadDual: plain}
-	if plain {
+		Participants: []ParticipantHeld{}, AlsoPlaintext: alsoPlaintext, ServerCanReadDual: plain, Keys: cfg.Keys}
+	switch {
+	case plain:
 		v.Note = "This federation runs WITHOUT encryption (--plaintext): the server can read every dual value it holds, and the values below are read from them."
-	} else {
-		v.Note = "Dual values, their updates, inner products and squared norms reach the server only as BGV ciphertexts; the key derives from the federation secret, which the server never receives."
+	case cfg.Keys == protocol.KeysThreshold:
+		v.Note = fmt.Sprintf("Threshold keys: dual values, their updates, inner products and squared norms reach the server only as BGV ciphertexts under the collective key of a %d-of-%d threshold key (its committee: the first %d participants), which no participant holds; every sum the server sends is first switched, by %d committee members, to the own key of the participant it goes to. The server with any %d participant(s) opens none of another participant's values; %d colluding committee members could.",
+			cfg.KeyThreshold, cfg.KeyCommittee, cfg.KeyCommittee, cfg.KeyThreshold, cfg.KeyThreshold-1, cfg.KeyThreshold)
+	default:
+		v.Note = "Dual values, their updates, inner products and squared norms reach the server only as BGV ciphertexts; the key derives from the federation secret, which the server never receives. Shared key: every participant holds it, so a participant colluding with the server would open every participant's values (keys threshold closes that)."
 	}
 	if cfg.Baseline() {
 		v.Note += " This federation runs " + cfg.Algo + ", a baseline: no dual values move (the sealed ones below stay 0); each participant's local model reaches the server only sealed, and only their sum is opened."

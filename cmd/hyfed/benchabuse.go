@@ -47,11 +47,12 @@ func runBenchAbuse(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	var target server.CreateResponse
-	if err := postJSON(ctx, base+"/api/federations", token, server.CreateRequest{Name: "target",
-		Fingerprint: sec.Fingerprint(), Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Clients: 2, Rounds: 3}}, &target); err != nil {
+	targetReq := server.CreateRequest{Name: "target",
+		Fingerprint: sec.Fingerprint(), Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Clients: 2, Rounds: 3}}
+	if err := postJSON(ctx, base+"/api/federations", token, targetReq, &target); err != nil {
 		return err
 	}
-	link, err := session.ParseLink(joinLink(base, &target, sec, false))
+	link, err := session.ParseLink(joinLink(base, &target, sec, targetReq))
 	if err != nil {
 		return err
 	}

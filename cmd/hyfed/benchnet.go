@@ -119,7 +119,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := postJSON(ctx, base+"/api/federations", token, req, &resp); err != nil {
 		return err
 	}
-	l, err := session.ParseLink(joinLink(base, &resp, sec, *plain))
+	l, err := session.ParseLink(joinLink(base, &resp, sec, req))
 	if err != nil {
 		return err
 	}

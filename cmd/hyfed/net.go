@@ -79,13 +79,14 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 }
 
 // joinLink completes the server's join path (which carries the invite
-// after '#') with the secret, which only the organizer has.
-func joinLink(base string, resp *server.CreateResponse, sec secret.Secret, plaintext bool) string {
-	frag := sec.String()
-	if plaintext {
-		frag = "plaintext:" + frag
+// after '#') with the secret, which only the organizer has, prefixed with
+// the key mode of the federation req created ("plaintext:", "threshold:").
+func joinLink(base string, resp *server.CreateResponse, sec secret.Secret, req server.CreateRequest) string {
+	scheme := req.Scheme
+	if req.Keys == protocol.KeysThreshold {
+		scheme = session.SchemeThreshold
 	}
-	return strings.TrimRight(base, "/") + resp.JoinPath + "&secret=" + frag
+	return strings.TrimRight(base, "/") + resp.JoinPath + "&secret=" + session.SecretPrefix(scheme) + sec.String()
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -230,7 +231,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if err != nil {
 				return fmt.Errorf("demo: %w", err)
 			}
-			link := joinLink(base, resp, sec, plain)
+			link := joinLink(base, resp, sec, req)
 			l, err := session.ParseLink(link)
 			if err != nil {
 				return fmt.Errorf("demo: %w", err)
@@ -342,7 +343,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	base := strings.TrimRight(*srvURL, "/")
-	fmt.Fprintf(stdout, "join: %s\n", joinLink(base, &resp, sec, ff.plain))
+	fmt.Fprintf(stdout, "join: %s\n", joinLink(base, &resp, sec, req))
 	fmt.Fprintf(stdout, "admin: %s\n", resp.AdminToken)
 	fmt.Fprintf(stdout, "dashboard: %s%s\n", base, resp.DashboardPath)
 	fmt.Fprintf(stdout, "organizer dashboard (do not share): %s%s\n", base, resp.AdminPath)
@@ -514,6 +515,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return errors.New("the federation recorded no round")
 	}
 	s.Step, s.Scheme, s.Loss, s.Lambda, s.Fraction, s.Inner, s.Rounds = st.Config.Step, st.Config.Scheme, st.Config.Loss, st.Config.Lambda, st.Config.Fraction, st.Config.Inner, st.Config.Rounds
+	if st.Config.Keys == protocol.KeysThreshold {
+		s.Keys = st.Config.Keys
+	}
 	var hist []protocol.RoundMetrics
 	elapsed := 0.0
 	for _, v := range st.History {

@@ -56,6 +56,19 @@ func startServe(t *testing.T, dir, addr string, extra ...string) (*exec.Cmd, str
 // their session tokens; the federation resumes at the last checkpointed
 // round, records every round exactly once, and ends at the optimum.
 func TestServerKilledMidTraining(t *testing.T) {
+	killMidTraining(t, protocol.KeysShared, 300)
+}
+
+// TestServerKilledMidTrainingThreshold is TestServerKilledMidTraining with
+// threshold keys (2-of-3 over six participants): the checkpoint carries the
+// key setup, the participants come back with their parties (the session
+// keeps their key state across connections), the committee members prove
+// they still hold their shares, and the switching goes on.
+func TestServerKilledMidTrainingThreshold(t *testing.T) {
+	killMidTraining(t, protocol.KeysThreshold, 30)
+}
+
+func killMidTraining(t *testing.T, keys string, rounds int) {
 	if testing.Short() {
 		t.Skip("runs a server process twice")
 	}
@@ -63,7 +76,7 @@ func TestServerKilledMidTraining(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const lambda, rounds = 1e-2, 300
+	const lambda = 1e-2
 	opt, err := central.Solve(context.Background(), p.Data, central.Config{Lambda: lambda, Loss: loss.Hinge{}, Tol: 1e-10})
 	if err != nil {
 		t.Fatal(err)
@@ -76,11 +89,11 @@ func TestServerKilledMidTraining(t *testing.T) {
 	defer cancel()
 	var resp server.CreateResponse
 	req := server.CreateRequest{
-		Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(5 * time.Second), Config: protocol.Config{Lambda: lambda, Rounds: rounds, IIC: 0.2, Seed: 5, Clients: len(p.Blocks)}}
+		Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(5 * time.Second), Config: protocol.Config{Lambda: lambda, Rounds: rounds, IIC: 0.2, Seed: 5, Clients: len(p.Blocks), Keys: keys}}
 	if err := postJSON(ctx, base+"/api/federations", token, req, &resp); err != nil {
 		t.Fatal(err)
 	}
-	l, err := session.ParseLink(joinLink(base, &resp, sec, false))
+	l, err := session.ParseLink(joinLink(base, &resp, sec, req))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +156,10 @@ func TestServerKilledMidTraining(t *testing.T) {
 	last := st.History[len(st.History)-1]
 	gap := (opt.Primal - float64(last.Dual)) / opt.Primal
 	ref := (opt.Primal - whole[rounds].Dual) / opt.Primal
-	t.Logf("killed at round %d; %d reconnects; relative dual gap %.3g (uninterrupted: %.3g)", killedAt, reconnects, gap, ref)
+	if st.Config.Keys != keys {
+		t.Fatalf("keys %q after the restart, want %s", st.Config.Keys, keys)
+	}
+	t.Logf("keys %s: killed at round %d; %d reconnects; relative dual gap %.3g (uninterrupted: %.3g)", keys, killedAt, reconnects, gap, ref)
 	// The restart costs a refresh and the rounds since the last checkpoint
 	// at most; the trajectories part in the last bits after it.
 	if math.IsNaN(gap) || gap < -1e-9 || gap > 2*ref+1e-4 {

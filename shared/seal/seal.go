@@ -362,8 +362,9 @@ func NewKeyFor(s Scheme, seed [32]byte) (Key, error) {
 	return nil, fmt.Errorf("seal: no keys for scheme %s", s.Name())
 }
 
-// ByName returns the scheme "bgv" (homomorphic, the default) or
-// "plaintext" (no privacy; for comparisons).
+// ByName returns the scheme "bgv" (homomorphic, the default),
+// "bgv-threshold" (ThresholdScheme: sealed under a threshold key's
+// collective key) or "plaintext" (no privacy; for comparisons).
 //
 // Every "bgv" it returns is one shared value: the parameters are fixed and
 // immutable, and building them costs ~250 kB of heap, which a server with
@@ -374,8 +375,10 @@ func ByName(name string) (Scheme, error) {
 		return sharedBGV()
 	case "plaintext":
 		return Plaintext{}, nil
+	case "bgv-threshold":
+		return ThresholdScheme()
 	}
-	return nil, fmt.Errorf("seal: unknown scheme %q (want bgv or plaintext)", name)
+	return nil, fmt.Errorf("seal: unknown scheme %q (want bgv, bgv-threshold or plaintext)", name)
 }
 
 // sharedBGV is the one BGV scheme ByName hands out.

@@ -18,15 +18,24 @@ import (
 // The fragment is never sent to a server by browsers (nor logged by
 // proxies); it holds the invite and the federation secret, the latter with
 // a "plaintext:" prefix for a federation that seals nothing (so a server
-// cannot talk a participant out of encryption). Links of the older form
+// cannot talk a participant out of encryption) or a "threshold:" prefix for
+// one with threshold keys (so a server cannot talk a participant back to
+// the key every participant derives from the link). Links of the older form
 // /join/<id>?invite=<token>#<secret> are read too.
 type Link struct {
 	Base   string // scheme://host[:port], no trailing slash
 	ID     string
 	Invite string
 	Secret secret.Secret
-	Scheme string // bgv (default) or plaintext
+	Scheme string // bgv (default), bgv-threshold or plaintext
 }
+
+// SchemeThreshold is the Scheme of a link to a federation with threshold
+// keys (its secret has the prefix "threshold:").
+const SchemeThreshold = "bgv-threshold"
+
+// Threshold reports whether the link is to a federation with threshold keys.
+func (l Link) Threshold() bool { return l.Scheme == SchemeThreshold }
 
 // ParseLink reads a join link.
 func ParseLink(s string) (Link, error) {
@@ -67,6 +76,8 @@ func ParseLink(s string) (Link, error) {
 	l.Scheme = "bgv"
 	if rest, ok := strings.CutPrefix(frag, "plaintext:"); ok {
 		l.Scheme, frag = "plaintext", rest
+	} else if rest, ok := strings.CutPrefix(frag, "threshold:"); ok {
+		l.Scheme, frag = SchemeThreshold, rest
 	}
 	if frag == "" {
 		return l, fmt.Errorf("join link: no secret (#...&secret=...): ask the organizer for the whole link")
@@ -79,11 +90,21 @@ func ParseLink(s string) (Link, error) {
 
 // Fragment is the part of the link after '#': the invite and the secret.
 func (l Link) Fragment() string {
-	sec := l.Secret.String()
-	if l.Scheme == "plaintext" {
-		sec = "plaintext:" + sec
-	}
+	sec := SecretPrefix(l.Scheme) + l.Secret.String()
 	return "invite=" + url.QueryEscape(l.Invite) + "&secret=" + sec
+}
+
+// SecretPrefix is what precedes the secret in the link of a federation
+// sealed with scheme (a seal.Scheme's name): "plaintext:", "threshold:" or
+// nothing.
+func SecretPrefix(scheme string) string {
+	switch scheme {
+	case "plaintext":
+		return "plaintext:"
+	case SchemeThreshold:
+		return "threshold:"
+	}
+	return ""
 }
 
 // String returns the link.

@@ -16,6 +16,7 @@ func TestParseLink(t *testing.T) {
 		{"http://localhost:8080/join/abc#invite=tok&secret=" + sec.String(), "", "bgv"},
 		{"https://example.org/hyfed/join/abc#invite=tok&secret=plaintext:" + sec.String(), "", "plaintext"},
 		{"http://localhost:8080/join/abc#secret=" + sec.String() + "&invite=tok", "", "bgv"},
+		{"https://example.org/join/abc#invite=tok&secret=threshold:" + sec.String(), "", SchemeThreshold},
 		// The older form, with the invite in the query.
 		{"http://localhost:8080/join/abc?invite=tok#" + sec.String(), "", "bgv"},
 		{"https://example.org/hyfed/join/abc?invite=tok#plaintext:" + sec.String(), "", "plaintext"},

@@ -67,10 +67,19 @@ type Result struct {
 	Reconnects int
 	BytesSent  int
 	BytesRecv  int
+	// KeyState is the participant's threshold key state when Run returned
+	// (Participant.KeyState: its party's secrets sealed under a key derived
+	// from the link secret; nil with the shared key or before the key
+	// setup): what a participant keeps to take part again with its share.
+	KeyState []byte
 }
 
 // ErrFatal wraps errors that reconnecting cannot fix.
 var ErrFatal = errors.New("session")
+
+// ErrKeyMode wraps a key mode of the federation other than the one the link
+// says (threshold keys, "threshold:", or the shared key); it is fatal too.
+var ErrKeyMode = errors.New("key mode")
 
 // fatalCodes are server errors that end the session.
 var fatalCodes = map[string]bool{
@@ -101,9 +110,13 @@ func Run(ctx context.Context, l Link, b *partition.Block, o Options) (*Result, e
 	if err != nil {
 		return nil, err
 	}
-	key, err := seal.NewKeyFor(scheme, l.Secret.Derive(seal.KeyPurpose))
-	if err != nil {
-		return nil, err
+	// With threshold keys the participant has no key until the key setup
+	// gives it its party of the federation's threshold key.
+	var key seal.Key
+	if !l.Threshold() {
+		if key, err = seal.NewKeyFor(scheme, l.Secret.Derive(seal.KeyPurpose)); err != nil {
+			return nil, err
+		}
 	}
 	res := &Result{Session: o.Session}
 	lastOK := time.Now()
@@ -113,7 +126,20 @@ func Run(ctx context.Context, l Link, b *partition.Block, o Options) (*Result, e
 		if err != nil {
 			return res, err
 		}
+		if res.KeyState != nil {
+			// A threshold key's party outlives the connection: the
+			// coordinator asks a returning participant back into the key,
+			// and a member that still holds its share switches again.
+			p.RestoreKeyState(res.KeyState)
+		}
 		done, err := runOnce(ctx, l, p, scheme, res, &o, log)
+		// The party of the last connection that had one (a connection
+		// that failed before the key setup leaves the state as it was).
+		if ks, kerr := p.KeyState(); kerr != nil {
+			return res, errors.Join(err, kerr)
+		} else if ks != nil {
+			res.KeyState = ks
+		}
 		if done {
 			return res, err
 		}
@@ -203,6 +229,9 @@ func runOnce(ctx context.Context, l Link, p *protocol.Participant, scheme seal.S
 		if m.Round > res.Rounds {
 			res.Rounds = m.Round
 		}
+		if err := keyModeFits(l, &m); err != nil {
+			return true, err
+		}
 		switch m.Kind {
 		case protocol.KindWelcome:
 			welcomed = true
@@ -244,4 +273,18 @@ func runOnce(ctx context.Context, l Link, p *protocol.Participant, scheme seal.S
 			}
 		}
 	}
+}
+
+// keyModeFits checks that the coordinator runs the key mode the link says:
+// a link with "threshold:" never seals under a key every participant of the
+// link could derive, and a participant whose link has no "threshold:" learns
+// at the key setup, not at its first unreadable frame, why it cannot go on.
+func keyModeFits(l Link, m *protocol.Message) error {
+	switch {
+	case m.Kind == protocol.KindKeySetup && !l.Threshold():
+		return fmt.Errorf("%w: %w: the federation uses threshold keys but this join link does not say so (its secret has no \"threshold:\" prefix): ask the organizer for the link hyfed create printed", ErrFatal, ErrKeyMode)
+	case m.Kind == protocol.KindSetup && m.Setup != nil && l.Threshold() && m.Setup.Config.Keys != protocol.KeysThreshold:
+		return fmt.Errorf("%w: %w: the join link says threshold keys, but the server set the federation up with keys %q: refusing to seal under a key every participant derives", ErrFatal, ErrKeyMode, m.Setup.Config.Keys)
+	}
+	return nil
 }

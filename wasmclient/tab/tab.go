@@ -219,6 +219,11 @@ type Result struct {
 	Seconds    int    `json:"seconds"`
 }
 
+// CodeThresholdKeys is the error code of a federation with threshold keys,
+// which this participant does not run yet (the key setup, the switching
+// and keeping the party's key state in the tab's storage are to do).
+const CodeThresholdKeys = "threshold-keys"
+
 // phases name the coordinator's messages for people.
 var phases = map[protocol.Kind]string{
 	protocol.KindSetup: "setting up", protocol.KindNorms: "setting up", protocol.KindRefresh: "refreshing dual values",
@@ -237,6 +242,11 @@ func Run(ctx context.Context, href, sess string, b *partition.Block, dial sessio
 	link, err := session.ParseLink(href)
 	if err != nil {
 		emit(Event{Type: "error", Code: "bad-link", Message: err.Error() + " (open the whole join link, including the part after #)"})
+		return err
+	}
+	if link.Threshold() {
+		err := errors.New("this federation uses threshold keys, which the browser participant does not support yet: join with the native participant (hyfed join <link> --data <file>)")
+		emit(Event{Type: "error", Code: CodeThresholdKeys, Message: err.Error()})
 		return err
 	}
 	sent := &Sent{ByKind: map[string]*KindSent{}}
@@ -282,6 +292,10 @@ func Run(ctx context.Context, href, sess string, b *partition.Block, dial sessio
 		var ce *protocol.CodedError
 		if errors.As(err, &ce) {
 			code = ce.Code
+		}
+		if errors.Is(err, session.ErrKeyMode) && !link.Threshold() {
+			// A threshold federation, from a link without "threshold:".
+			code = CodeThresholdKeys
 		}
 		emit(Event{Type: "error", Code: code, Message: err.Error()})
 		return err

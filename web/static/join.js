@@ -46,6 +46,7 @@ const errors = {
   'replaced': ['Seat taken over', 'The same participant connected again from another tab or window, so this one stopped.'],
   'bad-file': ['Cannot read the file', ''],
   'bad-link': ['Broken link', ''],
+  'threshold-keys': ['Not in the browser yet', 'This federation uses threshold keys (no single participant can open the others\' values), which the browser participant does not support yet. Join it with the native participant: hyfed join <this link> --data <your block file>.'],
   'worker': ['The participant could not run', 'This browser may not support WebAssembly workers.'],
 };
 function showError(code, message) {
@@ -60,8 +61,10 @@ function notice(text) { $('notice').textContent = text; $('notice').style.displa
 // Check the link's shape before anything.
 if (!link.invite) {
   showError('bad-link', 'the link has no invitation: it should end in #invite=…&secret=…');
-} else if (link.secret.replace(/^plaintext:/, '').length < 10) {
+} else if (link.secret.replace(/^(plaintext|threshold):/, '').length < 10) {
   showError('bad-link', 'the link has no secret: it should end in #invite=…&secret=…');
+} else if (link.secret.startsWith('threshold:')) {
+  showError('threshold-keys', 'the link\'s secret starts with threshold:');
 }
 
 // errorOfCall shows a refused API call: a refused invitation says which
@@ -83,6 +86,7 @@ const downloads = H.modelDownloads(api, () => {
 H.getJSON(api, link.invite).then(s => {
   downloads.show(s);
   state.rounds = s.config.rounds;
+  if (s.config.keys === 'threshold') showError('threshold-keys', 'the federation\'s keys: threshold');
   $('insecure-banner').hidden = !s.insecure;
   if (s.insecure) {
     $('sealed-item').textContent = 'NOT encrypted in this federation (an insecure demonstration): your dual values and their updates, inner products and squared norms travel in plaintext, and the server can read them.';
