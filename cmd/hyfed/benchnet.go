@@ -49,6 +49,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the server process over the timed rounds (see --profile) to FILE")
 	memProfile := fs.String("memprofile", "", "write the server's heap profile at the end of the timed rounds to FILE, and at their start to FILE.base (go tool pprof -sample_index=alloc_space -base FILE.base FILE: what the rounds allocated)")
 	window := fs.String("profile", "rounds", "what -cpuprofile and -memprofile cover: rounds (1 to --rounds) or registration")
+	keys := fs.String("keys", protocol.KeysShared, "who can open a sum: shared (one key from the link) or threshold (a key committee switches every sum to its receiver's own key)")
 	memLimit := fs.String("server-memory-limit", "", "the server's soft memory limit, as Go's GOMEMLIMIT (e.g. 900MiB): its garbage collector works harder near it; the participants' process keeps none")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -115,6 +116,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *plain {
 		req.Scheme = "plaintext"
 	}
+	req.Keys = *keys // the server refuses an unknown mode, naming it
 	var resp server.CreateResponse
 	if err := postJSON(ctx, base+"/api/federations", token, req, &resp); err != nil {
 		return err
