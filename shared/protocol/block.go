@@ -479,7 +479,7 @@ func (p *Participant) stepLimitFrom(picks []int, delta, base []float64) float64 
 
 // dirShare is the block's share of dw = X^T d and the conjugate change of
 // the reported groups along d from the dual values moved by base (per
-// sample), directionPart's numbers, nothing kept.
+// sample; nil: the dual values as held), nothing kept.
 func (p *Participant) dirShare(d, base []float64, report []bool) ([]float64, float64) {
 	dw := make([]float64, len(p.block.Features))
 	dconj := 0.0
@@ -489,7 +489,10 @@ func (p *Participant) dirShare(d, base []float64, report []bool) ([]float64, flo
 		}
 		p.block.X.AddRowTo(i, d[i], dw)
 		if report[p.setup.Group[i]] {
-			y, a := p.block.Y[i], p.alpha[i]+base[i]
+			y, a := p.block.Y[i], p.alpha[i]
+			if base != nil {
+				a += base[i]
+			}
 			dconj += p.loss.Conj(a+d[i], y) - p.loss.Conj(a, y)
 		}
 	}

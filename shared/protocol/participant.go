@@ -441,18 +441,7 @@ func (p *Participant) onDirection(m Message) ([]Message, error) {
 // returns the block's share of dw = X^T d (sealed per feature under
 // SealPrimal) with the conjugate change of the reported groups.
 func (p *Participant) directionPart(round int, d []float64, report []bool) (Message, error) {
-	dw := make([]float64, len(p.block.Features))
-	dconj := 0.0
-	for _, i := range p.train {
-		if d[i] == 0 {
-			continue
-		}
-		p.block.X.AddRowTo(i, d[i], dw)
-		if report[p.setup.Group[i]] {
-			y := p.block.Y[i]
-			dconj += p.loss.Conj(p.alpha[i]+d[i], y) - p.loss.Conj(p.alpha[i], y)
-		}
-	}
+	dw, dconj := p.dirShare(d, nil, report)
 	for i := range d {
 		if p.block.Heldout[i] {
 			d[i] = 0
