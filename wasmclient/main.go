@@ -10,7 +10,8 @@
 // The worker calls three functions this program sets on the global object:
 //
 //	hyfedLoad(name, Uint8Array)  parse and summarize a block file
-//	hyfedStart(href, session)    join the federation of a join link (session: return to a seat)
+//	hyfedStart(href, session, keyState)  join the federation of a join link (session: return
+//	                             to a seat; keyState: base64 of the threshold key state kept)
 //	hyfedStop()                  leave
 //	hyfedBench(Uint8Array)       replay a recorded trace (tab.Trace), timing the participant
 //
@@ -19,6 +20,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"syscall/js"
@@ -71,17 +73,25 @@ func main() {
 		if cancel != nil {
 			return "already running"
 		}
-		if len(args) != 2 {
-			return "hyfedStart(href, session): wrong arguments"
+		if len(args) != 3 {
+			return "hyfedStart(href, session, keyState): wrong arguments"
 		}
-		href, sess := args[0].String(), ""
+		href, r := args[0].String(), tab.Resume{}
 		if args[1].Type() == js.TypeString {
-			sess = args[1].String()
+			r.Session = args[1].String()
+		}
+		if args[2].Type() == js.TypeString && args[2].String() != "" {
+			// The keys event's key_state, as JSON carried it.
+			ks, err := base64.StdEncoding.DecodeString(args[2].String())
+			if err != nil {
+				return "hyfedStart: the stored key state is not base64: " + err.Error()
+			}
+			r.KeyState = ks
 		}
 		var ctx context.Context
 		ctx, cancel = context.WithCancel(context.Background())
 		go func() {
-			tab.Run(ctx, href, sess, block, session.WebSocket(int64(protocol.DefaultLimits.MaxBytes)), emit)
+			tab.Run(ctx, href, r, block, session.WebSocket(int64(protocol.DefaultLimits.MaxBytes)), emit)
 		}()
 		return nil
 	}))

@@ -46,6 +46,18 @@ type Options struct {
 	RetryFor time.Duration
 	// Limits bound the frames accepted from the server.
 	Limits protocol.Limits
+	// KeyState, if set, is a threshold key state kept from an earlier run
+	// (Result.KeyState, or what OnKeyState saw): a participant that returns
+	// to its seat (Session) with it takes part again with its party, a
+	// committee member with its share.
+	KeyState []byte
+	// OnKeyState sees the participant's threshold key state whenever the
+	// key setup changes it (its party made, dealt, ready, or taken back),
+	// for a participant that may stop before Run returns (a closed tab, a
+	// killed process) to keep it. The bytes are already sealed under a key
+	// derived from the link secret (Participant.KeyState), so they may be
+	// stored where the link secret is not.
+	OnKeyState func(state []byte)
 
 	// Unordered lets RunMany's participants register as they come (up to
 	// DialAhead at once) rather than in block order: the server numbers
@@ -118,7 +130,7 @@ func Run(ctx context.Context, l Link, b *partition.Block, o Options) (*Result, e
 			return nil, err
 		}
 	}
-	res := &Result{Session: o.Session}
+	res := &Result{Session: o.Session, KeyState: o.KeyState}
 	lastOK := time.Now()
 	backoff := 100 * time.Millisecond
 	for attempt := 0; ; attempt++ {
@@ -267,12 +279,38 @@ func runOnce(ctx context.Context, l Link, p *protocol.Participant, scheme seal.S
 			log.Warn("participant error; reconnecting afresh", "error", err)
 			return false, err
 		}
+		if err := keyStateChanged(p, &m, o); err != nil {
+			return true, err
+		}
 		for _, r := range replies {
 			if err := send(r); err != nil {
 				return false, nil
 			}
 		}
 	}
+}
+
+// keyStateChanged hands o.OnKeyState the participant's key state after a
+// key setup message, the only ones that change it: before its replies
+// leave, so that a committee member whose dealt shares the others use has
+// its own kept first.
+func keyStateChanged(p *protocol.Participant, m *protocol.Message, o *Options) error {
+	if o.OnKeyState == nil {
+		return nil
+	}
+	switch m.Kind {
+	case protocol.KindKeySetup, protocol.KindKeySetups, protocol.KindKeyShares:
+	default:
+		return nil
+	}
+	ks, err := p.KeyState()
+	if err != nil {
+		return fmt.Errorf("%w: after %s: %w", ErrFatal, m.Kind, err)
+	}
+	if ks != nil {
+		o.OnKeyState(ks)
+	}
+	return nil
 }
 
 // keyModeFits checks that the coordinator runs the key mode the link says:

@@ -125,7 +125,7 @@ func summarize(name string, size int, b *partition.Block) *Summary {
 // Event is what the tab reports to its page. Type says which fields are
 // set: summary (Summary), state (State, Name, Message, WaitMS), progress
 // (Round, Rounds, Phase, Active), sent (Sent), error (Code, Message), done
-// (Result), bench (Replay).
+// (Result), bench (Replay), keys (KeyState).
 type Event struct {
 	Type    string        `json:"type"`
 	State   string        `json:"state,omitempty"` // connecting, registered, reconnecting
@@ -142,6 +142,12 @@ type Event struct {
 	Result  *Result       `json:"result,omitempty"`
 	Summary *Summary      `json:"summary,omitempty"`
 	Replay  *ReplayResult `json:"replay,omitempty"`
+	// KeyState is the participant's party of a threshold key, for the page
+	// to keep beside the session token and hand back after a reload
+	// (Resume). It is sealed under a key derived from the link secret
+	// (protocol.Participant.KeyState): storage without the link cannot
+	// open it. JSON carries it in base64.
+	KeyState []byte `json:"key_state,omitempty"`
 }
 
 // Sent is what has left the tab so far, by message kind.
@@ -219,10 +225,11 @@ type Result struct {
 	Seconds    int    `json:"seconds"`
 }
 
-// CodeThresholdKeys is the error code of a federation with threshold keys,
-// which this participant does not run yet (the key setup, the switching
-// and keeping the party's key state in the tab's storage are to do).
-const CodeThresholdKeys = "threshold-keys"
+// CodeKeyMode is the error code of a join link whose key mode is not the
+// federation's: a threshold federation's link without "threshold:" (or a
+// "threshold:" link to a federation with the shared key). Either way the
+// organizer's link is the one to open.
+const CodeKeyMode = "key-mode"
 
 // phases name the coordinator's messages for people.
 var phases = map[protocol.Kind]string{
@@ -230,23 +237,31 @@ var phases = map[protocol.Kind]string{
 	protocol.KindStep: "local dual step", protocol.KindDirection: "direction", protocol.KindWeights: "inner products",
 	protocol.KindGram: "sharing the picks' Gram", protocol.KindGramSum: "solving the group's step",
 	protocol.KindTrial: "step size search", protocol.KindApply: "applying the step",
+	// Threshold keys: every participant makes its party of the key; the
+	// committee members deal and take Shamir shares, and later switch the
+	// sums the coordinator hands the others to their own keys.
+	protocol.KindKeySetup: "setting up the threshold key", protocol.KindKeySetups: "setting up the threshold key",
+	protocol.KindKeyShares: "setting up the threshold key", protocol.KindSwitch: "switching a sum to its receiver's key (key committee)",
+}
+
+// Resume is what a reloaded page kept of its earlier run: the seat's
+// session token (state event) and the threshold key state (keys event).
+type Resume struct {
+	Session  string
+	KeyState []byte
 }
 
 // Run takes part in the federation of the join link href with block b
 // until training ends, reporting to emit (called from Run's goroutine and
-// from session callbacks, never concurrently). A non-empty sess returns to
-// a seat taken before (a reloaded page). The returned error is also
-// emitted as an error event.
-func Run(ctx context.Context, href, sess string, b *partition.Block, dial session.Dialer, emit func(Event)) error {
+// from session callbacks, never concurrently). A non-empty r.Session
+// returns to a seat taken before (a reloaded page), with r.KeyState its
+// party of a threshold key. The returned error is also emitted as an error
+// event.
+func Run(ctx context.Context, href string, r Resume, b *partition.Block, dial session.Dialer, emit func(Event)) error {
 	start := time.Now()
 	link, err := session.ParseLink(href)
 	if err != nil {
 		emit(Event{Type: "error", Code: "bad-link", Message: err.Error() + " (open the whole join link, including the part after #)"})
-		return err
-	}
-	if link.Threshold() {
-		err := errors.New("this federation uses threshold keys, which the browser participant does not support yet: join with the native participant (hyfed join <link> --data <file>)")
-		emit(Event{Type: "error", Code: CodeThresholdKeys, Message: err.Error()})
 		return err
 	}
 	sent := &Sent{ByKind: map[string]*KindSent{}}
@@ -254,8 +269,12 @@ func Run(ctx context.Context, href, sess string, b *partition.Block, dial sessio
 	lastSent := time.Time{}
 	emit(Event{Type: "state", State: "connecting"})
 	res, err := session.Run(ctx, link, b, session.Options{
-		Dial:    dial,
-		Session: sess,
+		Dial:     dial,
+		Session:  r.Session,
+		KeyState: r.KeyState,
+		OnKeyState: func(state []byte) {
+			emit(Event{Type: "keys", KeyState: state})
+		},
 		OnWelcome: func(token, name string) {
 			emit(Event{Type: "state", State: "registered", Name: name, Session: token})
 		},
@@ -293,9 +312,8 @@ func Run(ctx context.Context, href, sess string, b *partition.Block, dial sessio
 		if errors.As(err, &ce) {
 			code = ce.Code
 		}
-		if errors.Is(err, session.ErrKeyMode) && !link.Threshold() {
-			// A threshold federation, from a link without "threshold:".
-			code = CodeThresholdKeys
+		if errors.Is(err, session.ErrKeyMode) {
+			code = CodeKeyMode
 		}
 		emit(Event{Type: "error", Code: code, Message: err.Error()})
 		return err

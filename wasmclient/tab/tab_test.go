@@ -153,7 +153,7 @@ func TestRunReportsProgressAndWhatLeft(t *testing.T) {
 	defer cancel()
 	var ev events
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, link, "", &bs[0], session.WebSocket(64<<20), ev.add) }()
+	go func() { done <- Run(ctx, link, Resume{}, &bs[0], session.WebSocket(64<<20), ev.add) }()
 	l, err := session.ParseLink(link)
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func TestRunWrongSecret(t *testing.T) {
 	var ev events
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := Run(ctx, link, "", &bs[0], session.WebSocket(64<<20), ev.add); err == nil {
+	if err := Run(ctx, link, Resume{}, &bs[0], session.WebSocket(64<<20), ev.add); err == nil {
 		t.Fatal("joined with a wrong secret")
 	}
 	errs := ev.of("error")
@@ -262,35 +262,5 @@ func TestReplayIsDeterministic(t *testing.T) {
 	}
 	if _, err := DecodeTrace(enc[:len(enc)/2]); err == nil {
 		t.Fatal("a truncated trace decoded")
-	}
-}
-
-// A browser tab refuses a federation with threshold keys with an error that
-// says so: at once from a link with "threshold:", and at the key setup from
-// one without it (the server's first threshold-key message), never hanging.
-func TestRunRefusesThresholdKeys(t *testing.T) {
-	bs := blocks(t)
-	srv, err := server.New(server.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close(); srv.Close() })
-	sec, _ := secret.New()
-	resp, err := srv.Create(server.CreateRequest{Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute),
-		Config: protocol.Config{Lambda: 1e-2, Rounds: 2, IIC: 0.2, Clients: 1, Keys: protocol.KeysThreshold}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, prefix := range []string{"threshold:", ""} {
-		var ev events
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := Run(ctx, hs.URL+resp.JoinPath+"&secret="+prefix+sec.String(), "", &bs[0], session.WebSocket(64<<20), ev.add)
-		cancel()
-		errs := ev.of("error")
-		if err == nil || len(errs) != 1 || errs[0].Code != CodeThresholdKeys || !strings.Contains(errs[0].Message, "threshold keys") {
-			t.Fatalf("link with %q: error %v, error events %+v, want one %q", prefix, err, errs, CodeThresholdKeys)
-		}
-		t.Logf("link with %q: %s", prefix, errs[0].Message)
 	}
 }

@@ -11,6 +11,14 @@ const sessionKey = 'hyfed-session-' + fedID;
 // that a reload does not try to return to a finished federation): the
 // privacy view asks the curious server for this participant's rows with it.
 const ownKey = 'hyfed-own-session-' + fedID;
+// With threshold keys, this participant's party of the federation's key (its
+// share, for a committee member), as the participant reported it: kept per
+// seat (keyStateKey(session)) so that a reloaded page takes part again as the
+// same party, which the coordinator asks back into the key. The participant
+// hands it over already sealed under a key derived from the link secret
+// (which this page does not store): the storage alone cannot open it.
+const keyStatePrefix = 'hyfed-keys-' + fedID + '-';
+function keyStateKey(session) { return keyStatePrefix + session; }
 // The invitation, for the privacy view opened from here before this tab has
 // a session token: it reads the server's side with it.
 const inviteKey = 'hyfed-invite-' + fedID;
@@ -46,7 +54,7 @@ const errors = {
   'replaced': ['Seat taken over', 'The same participant connected again from another tab or window, so this one stopped.'],
   'bad-file': ['Cannot read the file', ''],
   'bad-link': ['Broken link', ''],
-  'threshold-keys': ['Not in the browser yet', 'This federation uses threshold keys (no single participant can open the others\' values), which the browser participant does not support yet. Join it with the native participant: hyfed join <this link> --data <your block file>.'],
+  'key-mode': ['Wrong kind of link', 'This link\'s encryption does not match the federation\'s: a federation with threshold keys gives links whose secret starts with threshold:. Ask the organizer for the join link again and open it whole.'],
   'worker': ['The participant could not run', 'This browser may not support WebAssembly workers.'],
 };
 function showError(code, message) {
@@ -63,8 +71,6 @@ if (!link.invite) {
   showError('bad-link', 'the link has no invitation: it should end in #invite=…&secret=…');
 } else if (link.secret.replace(/^(plaintext|threshold):/, '').length < 10) {
   showError('bad-link', 'the link has no secret: it should end in #invite=…&secret=…');
-} else if (link.secret.startsWith('threshold:')) {
-  showError('threshold-keys', 'the link\'s secret starts with threshold:');
 }
 
 // errorOfCall shows a refused API call: a refused invitation says which
@@ -86,7 +92,9 @@ const downloads = H.modelDownloads(api, () => {
 H.getJSON(api, link.invite).then(s => {
   downloads.show(s);
   state.rounds = s.config.rounds;
-  if (s.config.keys === 'threshold') showError('threshold-keys', 'the federation\'s keys: threshold');
+  if ((s.config.keys === 'threshold') !== link.secret.startsWith('threshold:')) {
+    showError('key-mode', 'the federation\'s keys: ' + (s.config.keys || 'shared') + '; the link\'s secret ' + (link.secret.startsWith('threshold:') ? 'starts' : 'does not start') + ' with threshold:');
+  }
   $('insecure-banner').hidden = !s.insecure;
   if (s.insecure) {
     $('sealed-item').textContent = 'NOT encrypted in this federation (an insecure demonstration): your dual values and their updates, inner products and squared norms travel in plaintext, and the server can read them.';
@@ -144,8 +152,9 @@ worker.onmessage = (e) => {
     case 'state': onState(ev); break;
     case 'progress': onProgress(ev); break;
     case 'sent': showSent(ev.sent); break;
+    case 'keys': keepKeyState(ev.key_state); break;
     case 'error':
-      if (ev.code === 'unknown-session') { try { sessionStorage.removeItem(sessionKey); sessionStorage.removeItem(ownKey); } catch (e) {} }
+      if (ev.code === 'unknown-session') { try { forgetKeyState(); sessionStorage.removeItem(sessionKey); sessionStorage.removeItem(ownKey); } catch (e) {} }
       showError(ev.code, ev.message);
       if (state.running) { state.running = false; $('status').textContent = 'stopped: ' + (errors[ev.code] || ['error'])[0]; }
       $('join').disabled = !state.summary || state.running;
@@ -153,7 +162,8 @@ worker.onmessage = (e) => {
     case 'done':
       state.running = false; state.done = true;
       $('status').textContent = 'finished: ' + ev.result.rounds + ' rounds' + (ev.result.reconnects ? ', ' + ev.result.reconnects + ' reconnects' : '');
-      try { sessionStorage.removeItem(sessionKey); } catch (e) {}
+      // A finished federation switches no more sums: the share is of no use.
+      try { forgetKeyState(); sessionStorage.removeItem(sessionKey); } catch (e) {}
       $('progress').value = 1; $('phase').textContent = 'done'; document.body.dataset.done = '1'; notice('');
       downloads.refresh();
       break;
@@ -227,10 +237,25 @@ $('join').addEventListener('click', () => {
   if (!state.summary || state.running) return;
   state.running = true; $('join').disabled = true; $('error').style.display = 'none';
   // A reloaded page returns to its seat with the session token it kept.
-  let session = '';
-  try { session = sessionStorage.getItem(sessionKey) || ''; } catch (e) {}
-  worker.postMessage({cmd: 'start', href: location.href, session: session});
+  let session = '', keyState = '';
+  try {
+    session = sessionStorage.getItem(sessionKey) || '';
+    if (session) keyState = sessionStorage.getItem(keyStateKey(session)) || '';
+  } catch (e) {}
+  worker.postMessage({cmd: 'start', href: location.href, session: session, keyState: keyState});
 });
+
+// keepKeyState stores the participant's latest key state for its seat.
+function keepKeyState(ks) {
+  try {
+    const session = sessionStorage.getItem(sessionKey);
+    if (session && ks) { sessionStorage.setItem(keyStateKey(session), ks); document.body.dataset.keyState = '1'; }
+  } catch (e) { /* storage off: a reload then returns without its share */ }
+}
+function forgetKeyState() {
+  const session = sessionStorage.getItem(sessionKey);
+  if (session) sessionStorage.removeItem(keyStateKey(session));
+}
 
 function onState(ev) {
   if (ev.state === 'connecting') $('status').textContent = 'connecting…';
