@@ -102,6 +102,9 @@ func TestThresholdTabsTrain(t *testing.T) {
 			tb.fatalf("%s kept no key state", tb.name)
 		}
 	}
+	if note := tabs[0].text("#key-note"); !strings.Contains(note, "threshold keys") {
+		tabs[0].fatalf("the page's note on the key: %q, want one on threshold keys", note)
+	}
 	screenshot(t, tabs[0], "threshold-join.png")
 	t.Logf("2 tabs and 2 native participants, 2-of-3 threshold keys, %d rounds in %.1fs after the first tab opened; final primal %v, as in process",
 		rounds, took.Seconds(), st.History[len(st.History)-1].Primal)

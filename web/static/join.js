@@ -95,6 +95,10 @@ H.getJSON(api, link.invite).then(s => {
   if ((s.config.keys === 'threshold') !== link.secret.startsWith('threshold:')) {
     showError('key-mode', 'the federation\'s keys: ' + (s.config.keys || 'shared') + '; the link\'s secret ' + (link.secret.startsWith('threshold:') ? 'starts' : 'does not start') + ' with threshold:');
   }
+  if (s.config.keys === 'threshold') {
+    $('key-note').textContent = 'This federation uses threshold keys: this tab makes its own part of the key (from the secret in the part of the link after #, which browsers never send to the server, and its own randomness); no single participant can open the others\' sums. ' +
+      'If you are on the key committee, this tab also helps turn each sum into one only its receiver can open ("switching"). It keeps its part, encrypted, in this tab\'s storage, so that a reload takes it back.';
+  }
   $('insecure-banner').hidden = !s.insecure;
   if (s.insecure) {
     $('sealed-item').textContent = 'NOT encrypted in this federation (an insecure demonstration): your dual values and their updates, inner products and squared norms travel in plaintext, and the server can read them.';
