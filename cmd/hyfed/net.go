@@ -365,15 +365,32 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	retry := fs.Duration("retry-for", 2*time.Minute, "keep trying to reach the server this long before giving up")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	modelPath := fs.String("model", "", modelUsage+" (fetched from the server when training ends)")
+	statePath := fs.String("state", "", "keep this participant's seat (its session token) and, with threshold keys, its party of the key "+
+		"(a committee member's share, sealed under the link secret) in this file, written (0600) whenever they change and read at start: "+
+		"a join killed and started again with the same --state takes part again as the same participant. Default: none (a restarted join registers afresh, "+
+		"which a started federation refuses)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if link == "" {
-		return errors.New("usage: hyfed join '<join link>' --data FILE")
+		return errors.New("usage: hyfed join '<join link>' --data FILE [--state FILE]")
 	}
 	l, err := session.ParseLink(link)
 	if err != nil {
 		return err
+	}
+	var state *joinState
+	if *statePath != "" {
+		if state, err = loadJoinState(*statePath, l); err != nil {
+			return err
+		}
+		// Written now, so that an unwritable path stops the join before
+		// it takes a seat it could not come back to.
+		if err := state.save(*statePath); err != nil {
+			return err
+		}
+	} else if l.Threshold() && !*quiet {
+		fmt.Fprintln(stderr, "threshold keys: without --state FILE, a join that is stopped cannot come back with its share of the key")
 	}
 	if *data == "" {
 		return errors.New("--data: give this participant's block file")
@@ -398,6 +415,33 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				last = time.Now()
 				fmt.Fprintf(stderr, "round %d\n", m.Round)
 			}
+		}
+	}
+	if state != nil {
+		o.Session, o.KeyState = state.Session, state.KeyState
+		if state.Session != "" {
+			fmt.Fprintf(stderr, "returning to the seat kept in %s%s\n", *statePath, map[bool]string{true: ", with its share of the threshold key", false: ""}[state.KeyState != nil])
+		}
+		// A state that cannot be written is said, not fatal: the
+		// federation needs this participant more than its restart does.
+		keep := func() {
+			if err := state.save(*statePath); err != nil {
+				fmt.Fprintf(stderr, "warning: %v (a restarted join would not take part again as this participant)\n", err)
+			}
+		}
+		welcome := o.OnWelcome
+		o.OnWelcome = func(token, name string) {
+			if token != state.Session {
+				state.Session = token
+				keep()
+			}
+			if welcome != nil {
+				welcome(token, name)
+			}
+		}
+		o.OnKeyState = func(ks []byte) {
+			state.KeyState = ks
+			keep()
 		}
 	}
 	res, err := session.Run(ctx, l, b, o)
