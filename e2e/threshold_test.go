@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/secret"
+	"github.com/hyfed/hyfed/shared/session"
 )
 
 // Threshold keys with browser participants: the join page runs the key
@@ -184,4 +186,80 @@ func TestThresholdTabReloaded(t *testing.T) {
 		tb.fatalf("the reloaded page says %q", got)
 	}
 	t.Logf("committee member's tab reloaded at round %d; the federation finished %d rounds %.1fs later", reloadedAt, rounds, time.Since(reloaded).Seconds())
+}
+
+// TestThresholdTabsTrainFirefox: TestThresholdTabsTrain's federation in
+// Firefox, the tabs loading their blocks as the demo's "use demo block k"
+// (the Firefox harness has no file upload): two tabs, members 0 and 1 of
+// the 2-of-3 committee, and two native participants equal hyfed experiment
+// --keys threshold bit for bit.
+func TestThresholdTabsTrainFirefox(t *testing.T) {
+	thresholdDemoTabs(t, newFirefox)
+}
+
+// thresholdDemoTabs runs a seeded demo federation with threshold keys in
+// the engine start gives: two of its tabs load demo blocks 0 and 1 and
+// join in that order, two native participants take blocks 2 and 3.
+func thresholdDemoTabs(t *testing.T, start func(testing.TB) engine) {
+	const rounds = 6
+	p, o, blocks := thresholdSetup(t, rounds, 3, 2)
+	var want []protocol.RoundMetrics
+	if _, err := experiment.RunPreparedWithHistory(t.Context(), p, o, &want); err != nil {
+		t.Fatal(err)
+	}
+	seats := session.NewSeats(t.Context(), nil)
+	ts := startServer(t, seeded, func(so *server.Options) { so.Demo = seats })
+	cfg := o.Config
+	cfg.Clients, cfg.NumFeatures, cfg.Seed = len(p.Blocks), p.Data.M(), uint64(o.Seed)
+	sec := secret.FromSeed(o.Seed)
+	resp := postCreate(t, ts.URL, server.CreateRequest{Name: "e2e: threshold keys, demo blocks", Demo: true,
+		RoundTimeout: server.Duration(time.Minute), Fingerprint: sec.Fingerprint(), Config: cfg})
+	link := joinLink(t, ts.URL, resp, "threshold:"+sec.String())
+	l, err := session.ParseLink(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seats.Add(resp.ID, l, p.Blocks)
+	t.Cleanup(seats.Wait)
+
+	e := start(t)
+	eng := e.name()
+	var tabs []page
+	for k := range 2 {
+		tb := e.newPage()
+		tb.navigate(link)
+		tb.waitJS("the demo blocks", "!document.getElementById('demo').hidden && document.getElementById('demo-block').options.length === 4", 20*time.Second)
+		tb.waitJS("the participant to load", "document.body.dataset.ready === '1'", joinTimeout)
+		pageEval[bool](tb, fmt.Sprintf("(document.getElementById('demo-block').value = '%d', true)", k))
+		tb.click("#demo-load")
+		tb.waitJS("the summary of the demo block", "!document.getElementById('summary').hidden", 20*time.Second)
+		tb.click("#join")
+		tb.waitJS("the server's welcome", "document.body.dataset.registered === '1'", 20*time.Second)
+		tabs = append(tabs, tb)
+	}
+	wait := startNative(t, link, blocks[2:])
+	trainStart := time.Now()
+	for _, tb := range tabs {
+		tb.waitJS("training to finish or an error", finishedOrError, time.Minute)
+		if pageEval[string](tb, "document.body.dataset.done || ''") != "1" {
+			tb.fatalf("%s: the tab did not finish: %s", eng, tb.text("#error"))
+		}
+		if pageEval[string](tb, "document.body.dataset.keyState || ''") != "1" {
+			tb.fatalf("%s: the tab kept no key state", eng)
+		}
+	}
+	wait()
+	st := waitStatus(t, ts.URL, resp.ID, "the federation to finish", 10*time.Second, func(s server.Status) bool { return s.State == "finished" })
+	if len(st.History) != len(want) {
+		t.Fatalf("%s: %d rounds recorded, want %d", eng, len(st.History), len(want))
+	}
+	for i, r := range st.History {
+		w := want[i]
+		if !same(float64(r.Primal), w.Primal) || !same(float64(r.Dual), w.Dual) || !same(float64(r.HeldAcc), w.HeldAcc) {
+			t.Fatalf("%s: round %d: primal %v dual %v held-out %v; hyfed experiment --keys threshold: %v %v %v",
+				eng, r.Round, r.Primal, r.Dual, r.HeldAcc, w.Primal, w.Dual, w.HeldAcc)
+		}
+	}
+	t.Logf("%s: 2 tabs and 2 native participants, 2-of-3 threshold keys, %d rounds: %.1fs from the last registration; final primal %v, as in process",
+		eng, rounds, time.Since(trainStart).Seconds(), st.History[len(st.History)-1].Primal)
 }
