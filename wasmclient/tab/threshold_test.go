@@ -199,8 +199,10 @@ func TestRunThresholdKeys(t *testing.T) {
 			t.Fatalf("tab %d's key state holds the link secret in clear", k)
 		}
 	}
-	t.Logf("4 tabs, 2-of-3 threshold keys, %d rounds: %.2fs over the server (in process %.2fs); final primal %v",
-		len(want)-1, overServer.Seconds(), inProcess.Seconds(), st.History[len(st.History)-1].Primal)
+	member, other := tabs[0].ev.of("keys"), tabs[3].ev.of("keys")
+	t.Logf("4 tabs, 2-of-3 threshold keys, %d rounds: %.2fs over the server (in process %.2fs); final primal %v; key state %d bytes (member), %d (not a member), %d and %d keys events",
+		len(want)-1, overServer.Seconds(), inProcess.Seconds(), st.History[len(st.History)-1].Primal,
+		len(member[len(member)-1].KeyState), len(other[len(other)-1].KeyState), len(member), len(other))
 }
 
 func same(a, b float64) bool { return a == b || (a != a && b != b) }
