@@ -52,11 +52,17 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.BoolVar(&o.Plaintext, "plaintext", false, "seal nothing: dual values and inner products travel in plaintext (for comparison; the default encrypts with BGV)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	modelPath := fs.String("model", "", modelUsage)
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run, data loading and central solve included, to FILE")
 	var bf baselineFlags
 	bf.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	prof, err := startProfiles(*cpuProfile, "", stderr)
+	if err != nil {
+		return err
+	}
+	defer prof.stop()
 	o.Data, o.Positive, o.Holdout = df.data, df.positive, df.holdout
 	if !*quiet {
 		o.Progress = stderr

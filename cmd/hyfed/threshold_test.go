@@ -18,7 +18,10 @@ func TestCreateThreshold(t *testing.T) {
 	create := func(extra ...string) (string, string, int) {
 		var out, errb bytes.Buffer
 		args := append([]string{"create", "--server", base, "--create-token", token, "--seed", "3", "--min-participants", "4",
-			"--rounds", "4", "--lambda", "1e-2", "--keys", "threshold"}, extra...)
+			"--rounds", "4", "--lambda", "1e-2", "--keys", "threshold",
+			// hyfed experiment finds the data's bias (its constant last
+			// feature); the server learns it from its creator.
+			"--bias-feature", "7", "--bias-value", "1"}, extra...)
 		code := run(ctx, args, &out, &errb)
 		for _, l := range strings.Split(out.String(), "\n") {
 			if v, ok := strings.CutPrefix(l, "join: "); ok {

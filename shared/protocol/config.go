@@ -102,17 +102,21 @@ type Config struct {
 	// one participant opens only the aggregate (KindOpen). No single
 	// participant's hat_w_k or its change then reaches the server.
 	SealPrimal bool `json:"seal_primal,omitempty"`
-	// GroupSteps (block step) lets the server weigh every updating sample
-	// group's direction on its own: each group's holders also solve the
-	// subproblem against the Gram of the picks less their mean row (no
-	// curvature along moving all picks alike, the bias's part gone), and
-	// the server maximises the dual over each group's weights on its two
-	// directions, pricing what the groups share (the bias, the mean rows)
-	// exactly (groupstep.go; issue 14: the block step stalls with two or
-	// more sample groups). It applies when every holder of an updating
-	// group holds no other updating group and the primal is not sealed;
-	// otherwise the round takes the block step's one line search.
-	GroupSteps bool `json:"group_steps,omitempty"`
+	// GroupSteps (block step; on by default) lets the server weigh every
+	// updating sample group's direction on its own: each group's holders
+	// also solve the subproblem against the Gram of the picks less their
+	// mean row (no curvature along moving all picks alike, the bias's part
+	// gone), and the server maximises the dual over each group's weights on
+	// its two directions, pricing what the groups share (the bias, the mean
+	// rows) exactly (groupstep.go; issue 14: without them the block step
+	// stalls near 1e-2 with two or more sample groups). It applies when
+	// every holder of an updating group holds no other updating group and
+	// the primal is not sealed; otherwise the round takes the block step's
+	// one line search. Validate turns it off for other steps and for the
+	// baselines. The JSON field is always written: a checkpoint made
+	// before it existed has none and reads as false, so a restored
+	// federation keeps the rule it ran.
+	GroupSteps bool `json:"group_steps"`
 
 	// Algo is the algorithm: hyfdca (the default) or one of the averaging
 	// baselines (package averaging: fedavg, hyfem-avg, hyfem-prox), which
@@ -186,7 +190,7 @@ const (
 // step's search, the quorum) are filled by Validate.
 func Defaults() Config {
 	return Config{Algo: AlgoHyFDCA, Loss: "hinge", Lambda: DefaultLambda, Step: StepBlock, IIC: DefaultIIC,
-		Fraction: 1, Rounds: DefaultRounds, Estimate: EstimateMeanField, Gamma: 1,
+		Fraction: 1, Rounds: DefaultRounds, Estimate: EstimateMeanField, Gamma: 1, GroupSteps: true,
 		Keys: KeysShared, KeyCommittee: DefaultKeyCommittee, KeyThreshold: DefaultKeyThreshold}
 }
 
@@ -262,8 +266,8 @@ func (c *Config) Validate() error {
 	if c.Step != StepBlock && c.Step != StepHyFed && c.Step != StepPaper {
 		return fmt.Errorf("config: step %q: want %s, %s or %s", c.Step, StepBlock, StepHyFed, StepPaper)
 	}
-	if c.GroupSteps && c.Step != StepBlock {
-		return fmt.Errorf("config: group steps apply to the %s step, not %s", StepBlock, c.Step)
+	if c.Step != StepBlock || c.Baseline() {
+		c.GroupSteps = false // the block step's alone (on by default)
 	}
 	if !(c.Lambda > 0) || math.IsInf(c.Lambda, 0) {
 		return fmt.Errorf("config: lambda %v must be positive and finite", c.Lambda)

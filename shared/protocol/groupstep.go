@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// Group steps (Config.GroupSteps, block step). With two or more sample
+// Group steps (Config.GroupSteps, on by default in the block step). With two or more sample
 // groups the block step stalls (issue 14): what the groups' samples share
 // couples them. The bias feature (the same value c in every sample) is the
 // extreme case: moving a group's sum of dual values by s moves every

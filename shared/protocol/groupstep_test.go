@@ -1,8 +1,10 @@
 package protocol
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/hyfed/hyfed/shared/seal"
@@ -171,5 +173,51 @@ func TestGroupQPKeepsTheBias(t *testing.T) {
 	}
 	if x[k] == 0 && x[k+1] == 0 && x[k+2] == 0 {
 		t.Fatalf("no mass moved: %v", x)
+	}
+}
+
+// TestGroupStepsDefault: group steps are on in the defaults and for the
+// block step only; a configuration without the field (a checkpoint from
+// before they were the default) reads as off and keeps the rule it ran,
+// and one with them off says so when written.
+func TestGroupStepsDefault(t *testing.T) {
+	if !Defaults().GroupSteps {
+		t.Fatal("Defaults(): group steps off")
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*Config)
+		want bool
+	}{
+		{"block", func(*Config) {}, true},
+		{"hyfed step", func(c *Config) { c.Step = StepHyFed }, false},
+		{"paper step", func(c *Config) { c.Step = StepPaper }, false},
+		{"fedavg", func(c *Config) { c.Algo, c.StepA, c.StepB = "fedavg", 0.1, 1 }, false},
+	} {
+		cfg := Defaults()
+		cfg.Clients = 4
+		c.edit(&cfg)
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if cfg.GroupSteps != c.want {
+			t.Errorf("%s: group steps %v after Validate, want %v", c.name, cfg.GroupSteps, c.want)
+		}
+	}
+	var old Config
+	if err := json.Unmarshal([]byte(`{"loss":"hinge","lambda":0.001,"step":"block","rounds":5}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if old.GroupSteps {
+		t.Error("a configuration without group_steps reads as on")
+	}
+	off := Defaults()
+	off.GroupSteps = false
+	b, err := json.Marshal(off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"group_steps":false`) {
+		t.Errorf("group steps off is not written: %s", b)
 	}
 }

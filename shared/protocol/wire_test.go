@@ -136,7 +136,12 @@ func TestDecodeDoesNotAlias(t *testing.T) {
 	s, m := wireSample(t)
 	m.Alpha = m.Sealed
 	m.W, m.DW = []float64{1, 2}, []float64{3}
-	for name, sc := range map[string]seal.Scheme{"bgv": s, "plaintext": seal.Plaintext{}} {
+	// In this order: the plaintext case replaces the BGV chunks.
+	for _, c := range []struct {
+		name string
+		sc   seal.Scheme
+	}{{"bgv", s}, {"plaintext", seal.Plaintext{}}} {
+		name, sc := c.name, c.sc
 		if name == "plaintext" {
 			k, err := seal.NewKeyFor(sc, [32]byte{1})
 			if err != nil {
