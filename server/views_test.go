@@ -253,10 +253,13 @@ func testViews(t *testing.T, scheme string, sealPrimal bool) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"id", "state", "round", "scheme", "server_can_read_dual_values", "note", "num_features",
-		"slots_per_ciphertext", "sealed_as_of_round", "dual", "norms", "w", "participants", "also_plaintext"} {
+		"slots_per_ciphertext", "sealed_as_of_round", "dual", "norms", "w", "participants", "also_plaintext", "key_mode"} {
 		if _, ok := generic[k]; !ok {
 			t.Errorf("server view without %q", k)
 		}
+	}
+	if km := v.KeyMode; km == nil || km.Mode != map[string]string{"bgv": "shared", "plaintext": "none"}[scheme] || len(km.Opens) < 2 || km.Colluder == "" {
+		t.Fatalf("server view: key mode %+v", km)
 	}
 	if v.Scheme != scheme || v.State != "finished" || v.NumFeatures != p.Data.M() || v.SlotsPerCipher != 4096 {
 		t.Fatalf("server view: %+v", v)

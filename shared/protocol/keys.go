@@ -690,3 +690,19 @@ func (c *Coordinator) release() {
 		}
 	}
 }
+
+// KeyCommittee returns the threshold key's committee (participant indexes,
+// ascending), whether each still holds its share (a member back without it
+// no longer switches) and t; nil and 0 with the shared key or before the
+// key setup chose them.
+func (c *Coordinator) KeyCommittee() (members []int, holds []bool, t int) {
+	ks := c.keys
+	if ks == nil {
+		return nil, nil, 0
+	}
+	for _, k := range ks.members {
+		members = append(members, k)
+		holds = append(holds, !ks.lost[k])
+	}
+	return members, holds, ks.fed.Threshold()
+}
