@@ -164,6 +164,14 @@ var coHolderLine = KeyOpenLine{Who: "any participant, by right (every key mode)"
 	Opens: "for the samples it holds, their full inner products with the model and with each round's direction and their squared norms, summed over the samples' holders: " +
 		"its co-holders' part of each; with the directions the server knows, over enough rounds, its co-holders' features of those samples (measured in the privacy documentation)"}
 
+// coalition names the server with up to n participants (n = t-1 >= 1).
+func coalition(n int) string {
+	if n == 1 {
+		return "the server with any one participant, committee member or not"
+	}
+	return fmt.Sprintf("the server with up to %d participants, committee members or not", n)
+}
+
 // keyMode describes the key mode of a federation with configuration cfg
 // and scheme name; members and holds come from Coordinator.KeyCommittee,
 // t from it once the key setup ran.
@@ -201,7 +209,7 @@ func keyMode(cfg protocol.Config, scheme string, names []string, members []int, 
 	v.Summary = fmt.Sprintf("Threshold keys, %d-of-%d: values are sealed under a collective key no one holds; every sum the server sends is first switched by %d committee members to the own key of the participant it goes to, and a member refuses to switch a chunk to a participant that does not hold its sample group.", tt, n, tt)
 	v.Opens = []KeyOpenLine{
 		{Who: "the server alone", Opens: "nothing sealed"},
-		{Who: fmt.Sprintf("the server with up to %d participant(s), committee members or not", tt-1),
+		{Who: coalition(tt - 1),
 			Opens: "only what those participants open by right (the sums of their own sample groups): none of another participant's dual values, inner products or norms"},
 		{Who: fmt.Sprintf("the server with %d committee members", tt),
 			Opens: "everything: together they can switch any ciphertext to any key"},

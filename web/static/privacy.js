@@ -129,7 +129,8 @@ function plainBlock(p, nf, label, big) {
   return d;
 }
 
-let you = preview && preview.name;   // the join page may name its participant
+// the join page names its participant once the server welcomed it
+let you = (preview && preview.name) || fromTab('hyfed-name-' + id) || null;
 
 // keyMode draws who holds the key and what each coalition with the server
 // could open (the server view's key_mode).
