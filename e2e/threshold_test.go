@@ -56,7 +56,8 @@ func createThreshold(t *testing.T, ts *testServer, name string, p *experiment.Pr
 // with threshold keys; every round's primal, dual and held-out accuracy
 // equal hyfed experiment --keys threshold's with the same seed, bit for
 // bit. The tabs show the key setup and the switching as phases, and keep
-// their key state in session storage.
+// their key state in session storage; tab 0's privacy view shows the key
+// mode, the committee and what a colluding participant could open.
 func TestThresholdTabsTrain(t *testing.T) {
 	const rounds = 6
 	p, o, blocks := thresholdSetup(t, rounds, 3, 2)
@@ -110,6 +111,20 @@ func TestThresholdTabsTrain(t *testing.T) {
 		tabs[0].fatalf("the page's note on the key: %q, want one on threshold keys", note)
 	}
 	screenshot(t, tabs[0], "threshold-join.png")
+	// The privacy view from tab 0: the key mode, the committee by name
+	// (tab 0 among them) and what a colluding participant could open.
+	priv := openPrivacy(t, b, tabs[0])
+	priv.waitJS("the key mode", "(e => e !== null && e.textContent.includes('threshold keys, 2-of-3'))(document.querySelector('#keymode h3'))", 15*time.Second)
+	if c := priv.text("#key-committee"); !strings.Contains(c, "(you)") || strings.Count(c, ", ") != 2 {
+		priv.fatalf("the privacy view's committee: %q, want three members, tab 0 among them", c)
+	}
+	if n := evalJS[int](priv, "document.querySelectorAll('#key-opens tr').length"); n != 5 {
+		priv.fatalf("the privacy view's table of who opens what has %d rows, want a header and 4", n)
+	}
+	if c := priv.text("#key-colluder"); !strings.Contains(c, "opens nothing beyond the sums of its own sample groups") {
+		priv.fatalf("the privacy view on a colluding participant: %q", c)
+	}
+	screenshot(t, priv, "threshold-privacy.png")
 	// The same federation with four native participants, for the time.
 	link2, fed2 := createThreshold(t, ts, "e2e: threshold keys, natives", p, o, time.Minute)
 	nativeStart := time.Now()

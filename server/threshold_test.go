@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +167,7 @@ func TestThresholdOverWebsockets(t *testing.T) {
 		if sv.Keys != keys || (keys == protocol.KeysThreshold) != strings.Contains(sv.Note, "2-of-3") {
 			t.Fatalf("keys %s: the server view says keys %q: %s", keys, sv.Keys, sv.Note)
 		}
+		checkKeyMode(t, keys, &sv)
 		total := 0
 		for k := range seen {
 			total += len(seen[k])
@@ -274,4 +276,35 @@ func (ts *testServer) serverView(t *testing.T, id string) ServerView {
 		t.Fatalf("server view: HTTP %d", code)
 	}
 	return v
+}
+
+// checkKeyMode checks the privacy view's key mode of a finished federation
+// of six participants: with the shared key a colluding participant opens
+// everything; with 2-of-3 threshold keys the committee is the first three
+// participants, by name, each holding its share, and a colluding
+// participant opens only its own groups' sums.
+func checkKeyMode(t *testing.T, keys string, sv *ServerView) {
+	t.Helper()
+	km := sv.KeyMode
+	if km == nil || km.Mode != keys || len(km.Opens) < 3 || km.Opens[0].Opens != "nothing sealed" {
+		t.Fatalf("keys %s: the view's key mode is %+v", keys, km)
+	}
+	if keys == protocol.KeysShared {
+		if len(km.Committee) != 0 || !strings.Contains(km.Colluder, "opens every participant's sealed values") {
+			t.Fatalf("shared key: the view's key mode is %+v", km)
+		}
+		return
+	}
+	var names []string
+	for _, m := range km.Committee {
+		if !m.HoldsShare {
+			t.Errorf("threshold: committee member %s does not hold its share", m.Name)
+		}
+		names = append(names, m.Name)
+	}
+	want := []string{sv.Participants[0].Name, sv.Participants[1].Name, sv.Participants[2].Name}
+	if km.Threshold != 2 || !slices.Equal(names, want) || !strings.Contains(km.Summary, "2-of-3") ||
+		!strings.Contains(km.Opens[1].Who, "any one participant") || !strings.Contains(km.Colluder, "opens nothing beyond the sums of its own sample groups") {
+		t.Fatalf("threshold: the view's key mode is %+v, want t = 2 and the committee %v", km, want)
+	}
 }

@@ -122,6 +122,101 @@ type ServerView struct {
 	Participants []ParticipantHeld `json:"participants"`
 	// AlsoPlaintext lists what else the server sees in plaintext.
 	AlsoPlaintext []string `json:"also_plaintext"`
+	// KeyMode says who holds the key and what the server could open with
+	// colluding participants.
+	KeyMode *KeyModeView `json:"key_mode"`
+}
+
+// KeyModeView is the federation's key mode as the privacy view shows it.
+type KeyModeView struct {
+	// Mode is shared, threshold or none (the plaintext scheme).
+	Mode string `json:"mode"`
+	// Threshold is t of a t-of-n threshold key, CommitteeSize the n
+	// configured; Committee lists the members once the key setup chose
+	// them (empty before).
+	Threshold     int           `json:"threshold,omitempty"`
+	CommitteeSize int           `json:"committee_size,omitempty"`
+	Committee     []KeyMember   `json:"committee,omitempty"`
+	Summary       string        `json:"summary"`
+	Opens         []KeyOpenLine `json:"opens"`
+	// Colluder says in one sentence what a participant colluding with the
+	// server could open.
+	Colluder string `json:"colluder"`
+}
+
+// KeyMember is one member of a threshold key's committee.
+type KeyMember struct {
+	Name string `json:"name"`
+	// HoldsShare is false for a member that came back without its share:
+	// it no longer switches (the threshold covers it).
+	HoldsShare bool `json:"holds_share"`
+}
+
+// KeyOpenLine is a row of the privacy view's table: a coalition and what
+// it can open.
+type KeyOpenLine struct {
+	Who   string `json:"who"`
+	Opens string `json:"opens"`
+}
+
+// coHolderLine is true in every key mode: what a participant opens by right.
+var coHolderLine = KeyOpenLine{Who: "any participant, by right (every key mode)",
+	Opens: "for the samples it holds, their full inner products with the model and with each round's direction and their squared norms, summed over the samples' holders: " +
+		"its co-holders' part of each; with the directions the server knows, over enough rounds, its co-holders' features of those samples (measured in the privacy documentation)"}
+
+// coalition names the server with up to n participants (n = t-1 >= 1).
+func coalition(n int) string {
+	if n == 1 {
+		return "the server with any one participant, committee member or not"
+	}
+	return fmt.Sprintf("the server with up to %d participants, committee members or not", n)
+}
+
+// keyMode describes the key mode of a federation with configuration cfg
+// and scheme name; members and holds come from Coordinator.KeyCommittee,
+// t from it once the key setup ran.
+func keyMode(cfg protocol.Config, scheme string, names []string, members []int, holds []bool, t int) *KeyModeView {
+	switch {
+	case scheme == "plaintext":
+		return &KeyModeView{Mode: "none", Summary: "No key: nothing is sealed (--plaintext).",
+			Opens:    []KeyOpenLine{{Who: "the server alone", Opens: "every dual value, inner product and norm it holds or relays"}, coHolderLine},
+			Colluder: "Nothing to collude for: the server reads everything already."}
+	case cfg.Keys != protocol.KeysThreshold:
+		return &KeyModeView{Mode: "shared",
+			Summary: "Shared key: every participant derives the same key from the link secret, which the server never receives.",
+			Opens: []KeyOpenLine{
+				{Who: "the server alone", Opens: "nothing sealed"},
+				{Who: "the server with any one participant (or anyone with the join link)", Opens: "every ciphertext the server ever received or sent: every participant's dual values, inner products and norms"},
+				coHolderLine},
+			Colluder: "A participant colluding with the server opens every participant's sealed values: its key is everyone's (--keys threshold closes that)."}
+	}
+	v := &KeyModeView{Mode: "threshold", Threshold: t, CommitteeSize: cfg.KeyCommittee}
+	if t == 0 { // before the key setup: what the configuration asks for
+		v.Threshold = cfg.KeyThreshold
+	}
+	for i, k := range members {
+		name := fmt.Sprintf("participant %d", k)
+		if k < len(names) {
+			name = names[k]
+		}
+		v.Committee = append(v.Committee, KeyMember{Name: name, HoldsShare: holds[i]})
+	}
+	n := cfg.KeyCommittee
+	if len(members) > 0 {
+		n = len(members)
+	}
+	tt := v.Threshold
+	v.Summary = fmt.Sprintf("Threshold keys, %d-of-%d: values are sealed under a collective key no one holds; every sum the server sends is first switched by %d committee members to the own key of the participant it goes to, and a member refuses to switch a chunk to a participant that does not hold its sample group.", tt, n, tt)
+	v.Opens = []KeyOpenLine{
+		{Who: "the server alone", Opens: "nothing sealed"},
+		{Who: coalition(tt - 1),
+			Opens: "only what those participants open by right (the sums of their own sample groups): none of another participant's dual values, inner products or norms"},
+		{Who: fmt.Sprintf("the server with %d committee members", tt),
+			Opens: "everything: together they can switch any ciphertext to any key"},
+		coHolderLine,
+	}
+	v.Colluder = fmt.Sprintf("A participant colluding with the server opens nothing beyond the sums of its own sample groups; it takes %d colluding committee members to open another participant's values.", tt)
+	return v
 }
 
 const (
@@ -338,6 +433,8 @@ func (f *federation) serverView(a access) (*ServerView, error) {
 		v.Note += " Sealed primal: every participant's primal contribution (its share of the model) and its changes arrive sealed too; the server holds only their sum, w, which a participant opens for it."
 		v.AlsoPlaintext = alsoPlaintextSealedPrimal
 	}
+	members, holds, t := f.coord.KeyCommittee()
+	v.KeyMode = keyMode(cfg, f.meta.Scheme, f.names, members, holds, t)
 	started := f.coord.Started()
 	if w := f.coord.W(); started && w != nil {
 		v.W = plainView("global model w", w, nil)

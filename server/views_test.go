@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -253,10 +254,13 @@ func testViews(t *testing.T, scheme string, sealPrimal bool) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"id", "state", "round", "scheme", "server_can_read_dual_values", "note", "num_features",
-		"slots_per_ciphertext", "sealed_as_of_round", "dual", "norms", "w", "participants", "also_plaintext"} {
+		"slots_per_ciphertext", "sealed_as_of_round", "dual", "norms", "w", "participants", "also_plaintext", "key_mode"} {
 		if _, ok := generic[k]; !ok {
 			t.Errorf("server view without %q", k)
 		}
+	}
+	if km := v.KeyMode; km == nil || km.Mode != map[string]string{"bgv": "shared", "plaintext": "none"}[scheme] || len(km.Opens) < 2 || km.Colluder == "" {
+		t.Fatalf("server view: key mode %+v", km)
 	}
 	if v.Scheme != scheme || v.State != "finished" || v.NumFeatures != p.Data.M() || v.SlotsPerCipher != 4096 {
 		t.Fatalf("server view: %+v", v)
@@ -432,6 +436,41 @@ func TestPages(t *testing.T) {
 	} {
 		if b := ts.get(t, tc.path); !bytes.Contains(b, []byte(tc.want)) {
 			t.Errorf("%s does not contain %q", tc.path, tc.want)
+		}
+	}
+}
+
+// TestKeyModeView: the key mode in words for the cases a live federation
+// test does not reach: t = 3 (the server with up to two participants), a
+// committee member back without its share, names beyond the seats, and a
+// threshold federation before its key setup (t from the configuration).
+func TestKeyModeView(t *testing.T) {
+	cfg := protocol.Defaults()
+	cfg.Keys, cfg.KeyCommittee, cfg.KeyThreshold = protocol.KeysThreshold, 5, 3
+	v := keyMode(cfg, "bgv-threshold", []string{"a", "b", "c", "d"}, []int{0, 1, 2, 3, 4}, []bool{true, false, true, true, true}, 3)
+	got := []string{}
+	for _, m := range v.Committee {
+		got = append(got, fmt.Sprintf("%s %v", m.Name, m.HoldsShare))
+	}
+	if v.Mode != "threshold" || v.Threshold != 3 || strings.Join(got, ", ") != "a true, b false, c true, d true, participant 4 true" ||
+		v.Opens[1].Who != "the server with up to 2 participants, committee members or not" ||
+		!strings.Contains(v.Opens[2].Who, "3 committee members") || !strings.Contains(v.Summary, "3-of-5") || !strings.Contains(v.Colluder, "it takes 3") {
+		t.Fatalf("3-of-5: %+v (committee %v)", v, got)
+	}
+	before := keyMode(cfg, "bgv-threshold", nil, nil, nil, 0)
+	if before.Threshold != 3 || len(before.Committee) != 0 || !strings.Contains(before.Summary, "3-of-5") {
+		t.Fatalf("before the key setup: %+v", before)
+	}
+	for _, k := range []*KeyModeView{v, before, keyMode(protocol.Defaults(), "bgv", nil, nil, nil, 0), keyMode(protocol.Defaults(), "plaintext", nil, nil, nil, 0)} {
+		for _, s := range append([]string{k.Summary, k.Colluder}, func() (o []string) {
+			for _, l := range k.Opens {
+				o = append(o, l.Who, l.Opens)
+			}
+			return o
+		}()...) {
+			if n := hasNotation(s); n != "" {
+				t.Errorf("%s key mode says %q: %s", k.Mode, n, s)
+			}
 		}
 	}
 }

@@ -83,6 +83,7 @@ type group struct {
 	holders []int
 	key     string
 	train   int
+	chunks  int // in the sample layout
 }
 
 type phaseState struct {
@@ -583,7 +584,10 @@ func (c *Coordinator) align() error {
 	c.groups = make([]group, len(gl))
 	groupIdx := map[string]int{}
 	for gi, g := range gl {
-		c.groups[gi] = group{holders: g.holders, key: g.key}
+		c.groups[gi] = group{holders: g.holders, key: g.key, chunks: (total - starts[gi]) / c.scheme.ChunkLen()}
+		if gi+1 < len(gl) {
+			c.groups[gi].chunks = (starts[gi+1] - starts[gi]) / c.scheme.ChunkLen()
+		}
 		for j, p := range g.members {
 			sl := starts[gi] + j
 			slotOf[p] = sl
@@ -652,6 +656,9 @@ func (c *Coordinator) setupFor(k int) *Setup {
 	}
 	for _, g := range cs.groups {
 		s.GroupKeys = append(s.GroupKeys, c.groups[g].key)
+	}
+	if c.keys != nil && slices.Contains(c.keys.members, k) {
+		s.Layout = c.keyLayout()
 	}
 	return s
 }

@@ -81,6 +81,28 @@ type switchJob struct {
 	ci     int  // its index in the vector
 	chunk  int  // index into the batch's chunks
 	target int  // index into the batch's targets
+	layout int  // LayoutSamples, LayoutGram or LayoutFeatures
+}
+
+// layoutOf is the layout of the sealed chunks a message of kind k carries.
+func layoutOf(k Kind) int {
+	switch k {
+	case KindGramSum:
+		return LayoutGram
+	case KindOpen:
+		return LayoutFeatures
+	}
+	return LayoutSamples // norms, refresh, direction, ip (Sealed and Alpha)
+}
+
+// keyLayout is the sample groups as the key committee's members get them
+// (Setup.Layout): holders and sample chunks, in layout order.
+func (c *Coordinator) keyLayout() []GroupLayout {
+	out := make([]GroupLayout, len(c.groups))
+	for gi, g := range c.groups {
+		out[gi] = GroupLayout{Holders: g.holders, Chunks: g.chunks}
+	}
+	return out
 }
 
 func partyID(k int) threshold.PartyID { return threshold.PartyID(k + 1) }
@@ -495,7 +517,7 @@ func (c *Coordinator) requestSwitches() {
 					chunkAt[ch] = j
 					b.chunks = append(b.chunks, ch)
 				}
-				b.jobs = append(b.jobs, switchJob{env: h, alpha: alpha, ci: ci, chunk: j, target: ti})
+				b.jobs = append(b.jobs, switchJob{env: h, alpha: alpha, ci: ci, chunk: j, target: ti, layout: layoutOf(h.env.Msg.Kind)})
 			}
 		}
 	}
@@ -523,6 +545,7 @@ func (c *Coordinator) requestSwitches() {
 	}
 	for _, j := range b.jobs {
 		msg.Jobs = append(msg.Jobs, [2]int{j.target, j.chunk})
+		msg.JobAt = append(msg.JobAt, [2]int{j.layout, j.ci})
 	}
 	b.msg = msg
 	c.issue(b)
@@ -666,4 +689,20 @@ func (c *Coordinator) release() {
 			ks.held[k] = q
 		}
 	}
+}
+
+// KeyCommittee returns the threshold key's committee (participant indexes,
+// ascending), whether each still holds its share (a member back without it
+// no longer switches) and t; nil and 0 with the shared key or before the
+// key setup chose them.
+func (c *Coordinator) KeyCommittee() (members []int, holds []bool, t int) {
+	ks := c.keys
+	if ks == nil {
+		return nil, nil, 0
+	}
+	for _, k := range ks.members {
+		members = append(members, k)
+		holds = append(holds, !ks.lost[k])
+	}
+	return members, holds, ks.fed.Threshold()
 }

@@ -203,6 +203,11 @@ type Message struct {
 	ActiveSet []int    `json:",omitempty"`
 	Targets   []int    `json:",omitempty"`
 	Jobs      [][2]int `json:",omitempty"`
+	// switch: per job, where its chunk sits: the layout (LayoutSamples,
+	// LayoutGram, LayoutFeatures) and the chunk's index in it. A member
+	// switches a chunk only to a participant entitled to that position
+	// (Setup.Layout); it cannot see what the chunk holds (docs/privacy.md).
+	JobAt [][2]int `json:",omitempty"`
 	// Keys holds the key layer's messages (setup shares, own public keys,
 	// encrypted Shamir shares, switching shares) and, in a switch request,
 	// the chunks to switch: public values the server may see, none of
@@ -235,7 +240,28 @@ type Setup struct {
 	// SendNorms asks for the sealed squared norms (first setup only: a
 	// returning participant gets the stored sums).
 	SendNorms bool
+	// Layout: threshold keys, to the key committee's members only: every
+	// sample group in layout order, so that a member refuses to switch a
+	// chunk to a participant that does not hold it.
+	Layout []GroupLayout `json:",omitempty"`
 }
+
+// GroupLayout is one sample group as a key committee member sees it: its
+// holders (participant indexes, ascending) and its chunks in the sample
+// layout (groups follow each other, each from a chunk boundary:
+// seal.PadLayout). Its Gram chunks under the block step follow from its
+// index (gramChunks).
+type GroupLayout struct {
+	Holders []int
+	Chunks  int
+}
+
+// The layouts a switched chunk can sit in (Message.JobAt).
+const (
+	LayoutSamples  = 0 // per sample slot: norms, dual values, directions, inner products
+	LayoutGram     = 1 // block step: per group, the Gram of its picks
+	LayoutFeatures = 2 // per feature: the aggregate one participant opens (KindOpen)
+)
 
 // KeySetup describes a federation's threshold key to one participant.
 type KeySetup struct {
@@ -271,6 +297,9 @@ func (m *Message) WireSize(s seal.Scheme) int {
 		for _, k := range m.Setup.GroupKeys {
 			n += len(k)
 		}
+		for _, g := range m.Setup.Layout {
+			n += 8 * (1 + len(g.Holders))
+		}
 	}
 	if s != nil {
 		n += m.Sealed.WireSize(s) + m.Alpha.WireSize(s)
@@ -278,7 +307,7 @@ func (m *Message) WireSize(s seal.Scheme) int {
 	for _, b := range m.Keys {
 		n += 4 + len(b)
 	}
-	n += 8 * (len(m.ActiveSet) + len(m.Targets) + 2*len(m.Jobs))
+	n += 8 * (len(m.ActiveSet) + len(m.Targets) + 2*len(m.Jobs) + 2*len(m.JobAt))
 	if k := m.KeySetup; k != nil {
 		n += 32 + len(k.Federation) + 8*len(k.Committee)
 	}

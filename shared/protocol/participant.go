@@ -196,6 +196,9 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 	if p.key == nil {
 		return nil, fmt.Errorf("participant: setup: no sealing key (keys %s)", cfg.Keys)
 	}
+	if err := p.checkLayout(s); err != nil {
+		return nil, fmt.Errorf("participant: setup: %w", err)
+	}
 	p.setup, p.loss, p.rule = s, l, participantRuleFor(cfg)
 	p.lambdaN = cfg.Lambda * float64(s.NumTrain)
 	p.groupTrain = make([][]int, len(s.GroupKeys))

@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/hyfed/hyfed/shared/seal"
 	"github.com/hyfed/hyfed/shared/seal/threshold"
@@ -238,6 +239,9 @@ func (p *Participant) onSwitch(m Message) ([]Message, error) {
 	if nt > len(m.Keys) {
 		return nil, fmt.Errorf("participant: switch: %d targets but %d key messages", nt, len(m.Keys))
 	}
+	if err := p.checkEntitled(m, len(m.Keys)-nt); err != nil {
+		return nil, fmt.Errorf("participant: switch request %d: %w", m.Batch, err)
+	}
 	targets := make([]*threshold.OwnPublicKey, nt)
 	for i, b := range m.Keys[:nt] {
 		o, err := pk.fed.UnmarshalOwnPublicKey(b)
@@ -278,4 +282,129 @@ func (p *Participant) onSwitch(m Message) ([]Message, error) {
 		reply.Keys = append(reply.Keys, b)
 	}
 	return []Message{reply}, nil
+}
+
+// Entitlement. A member switches a chunk only to a participant that may
+// open it: a sample-layout or Gram chunk to a holder of the group it
+// belongs to, a feature-layout chunk (an aggregate over every participant)
+// only in a federation that opens such aggregates. It knows the groups and
+// their holders from its setup (Setup.Layout, checked against its own
+// samples there) and each job's position from the request (JobAt). What it
+// cannot see is what a chunk holds: a server that puts something else at a
+// position (one participant's ciphertext where a sum belongs, another
+// group's chunk) passes these checks (docs/privacy.md, "Threshold keys").
+
+// checkLayout checks the sample groups a member gets against what it knows
+// of its own samples: each lies in a group that lists it among as many
+// holders as its setup says, and its local groups are distinct groups.
+func (p *Participant) checkLayout(s *Setup) error {
+	pk := p.keys
+	if pk == nil || !pk.fed.IsMember(pk.party.ID()) {
+		return nil // only members switch
+	}
+	if s.Layout == nil {
+		return errors.New("the key committee's member got no sample layout: it could not check whom it switches sums to")
+	}
+	for gi, g := range s.Layout {
+		if g.Chunks < 1 || len(g.Holders) == 0 {
+			return fmt.Errorf("layout: group %d has %d chunks, %d holders", gi, g.Chunks, len(g.Holders))
+		}
+		for i, h := range g.Holders {
+			if h < 0 || i > 0 && h <= g.Holders[i-1] {
+				return fmt.Errorf("layout: group %d's holders %v are not distinct participant indexes in ascending order", gi, g.Holders)
+			}
+		}
+	}
+	me := int(pk.party.ID()) - 1
+	cl := pk.fed.Scheme().ChunkLen()
+	local := map[int]int{} // local group -> layout group
+	for i, sl := range s.Slots {
+		gi := groupAtChunk(s.Layout, sl/cl)
+		if gi < 0 {
+			return fmt.Errorf("layout: sample %d's slot %d lies outside the layout's groups", i, sl)
+		}
+		g := s.Layout[gi]
+		if !slices.Contains(g.Holders, me) || len(g.Holders) != s.Holders[i] {
+			return fmt.Errorf("layout: sample %d (slot %d, %d holders) lies in group %d, whose holders are %v", i, sl, s.Holders[i], gi, g.Holders)
+		}
+		if prev, ok := local[s.Group[i]]; ok && prev != gi {
+			return fmt.Errorf("layout: samples of local group %d lie in groups %d and %d", s.Group[i], prev, gi)
+		}
+		local[s.Group[i]] = gi
+	}
+	if len(local) != len(s.GroupKeys) {
+		return fmt.Errorf("layout: the participant's %d groups lie in %d of the layout's", len(s.GroupKeys), len(local))
+	}
+	return nil
+}
+
+// groupAtChunk returns the group whose sample chunks include chunk ci
+// (-1: none).
+func groupAtChunk(layout []GroupLayout, ci int) int {
+	if ci < 0 {
+		return -1
+	}
+	end := 0
+	for gi, g := range layout {
+		end += g.Chunks
+		if ci < end {
+			return gi
+		}
+	}
+	return -1
+}
+
+// checkEntitled refuses a switch request (with n chunks) unless every job
+// switches its chunk to a participant entitled to the chunk's position.
+func (p *Participant) checkEntitled(m Message, n int) error {
+	if p.setup == nil || p.setup.Layout == nil {
+		return errors.New("no sample layout yet (setup): cannot check whom the chunks go to")
+	}
+	layout, cfg := p.setup.Layout, p.setup.Config
+	if len(m.JobAt) != len(m.Jobs) {
+		return fmt.Errorf("%d positions for %d jobs", len(m.JobAt), len(m.Jobs))
+	}
+	cl := p.keys.fed.Scheme().ChunkLen()
+	at := make(map[int][2]int, n) // chunk -> its position, one per chunk
+	for j, job := range m.Jobs {
+		ti, ci := job[0], job[1]
+		if ti < 0 || ti >= len(m.Targets) || ci < 0 || ci >= n {
+			return fmt.Errorf("job %d: target %d of %d, chunk %d of %d", j, ti, len(m.Targets), ci, n)
+		}
+		pos, to := m.JobAt[j], m.Targets[ti]
+		if prev, ok := at[ci]; ok && prev != pos {
+			return fmt.Errorf("job %d: chunk %d claimed at layout %d chunk %d and at layout %d chunk %d", j, ci, prev[0], prev[1], pos[0], pos[1])
+		}
+		at[ci] = pos
+		var gi int
+		switch pos[0] {
+		case LayoutSamples:
+			if gi = groupAtChunk(layout, pos[1]); gi < 0 {
+				return fmt.Errorf("job %d: sample chunk %d is outside the layout's groups", j, pos[1])
+			}
+		case LayoutGram:
+			if cfg.Step != StepBlock || cfg.Baseline() {
+				return fmt.Errorf("job %d: a Gram chunk, but the federation (%s, step %s) sums no Grams", j, cfg.Algo, cfg.Step)
+			}
+			per := gramChunks(blockPicks(cfg), cl)
+			if gi = pos[1] / per; pos[1] < 0 || gi >= len(layout) {
+				return fmt.Errorf("job %d: Gram chunk %d is outside the %d groups' Gram chunks", j, pos[1], len(layout))
+			}
+		case LayoutFeatures:
+			if !cfg.SealPrimal && !cfg.Baseline() {
+				return fmt.Errorf("job %d: a feature chunk, but the federation opens no aggregate over features", j)
+			}
+			if nf := (p.block.NumFeatures + cl - 1) / cl; pos[1] < 0 || pos[1] >= nf {
+				return fmt.Errorf("job %d: feature chunk %d is outside the %d feature chunks", j, pos[1], nf)
+			}
+			continue // every participant's sum, opened by the round's opener: anyone may be the target
+		default:
+			return fmt.Errorf("job %d: layout %d", j, pos[0])
+		}
+		if h := layout[gi].Holders; !slices.Contains(h, to) {
+			return fmt.Errorf("job %d: participant %d does not hold sample group %d (holders %v) and may not open its chunk %d (layout %d)",
+				j, to, gi, h, pos[1], pos[0])
+		}
+	}
+	return nil
 }

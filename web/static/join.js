@@ -266,6 +266,7 @@ function onState(ev) {
   if (ev.state === 'registered') {
     $('status').textContent = 'registered; waiting for the others'; $('name').textContent = ev.name; notice('');
     try { if (ev.session) { sessionStorage.setItem(sessionKey, ev.session); sessionStorage.setItem(ownKey, ev.session); } } catch (e) {}
+    try { sessionStorage.setItem('hyfed-name-' + fedID, ev.name || ''); } catch (e) {} // the privacy view marks this participant
     document.body.dataset.registered = '1';
   }
   if (ev.state === 'reconnecting') {

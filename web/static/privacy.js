@@ -129,7 +129,36 @@ function plainBlock(p, nf, label, big) {
   return d;
 }
 
-let you = preview && preview.name;   // the join page may name its participant
+// the join page names its participant once the server welcomed it
+let you = (preview && preview.name) || fromTab('hyfed-name-' + id) || null;
+
+// keyMode draws who holds the key and what each coalition with the server
+// could open (the server view's key_mode).
+function keyMode(k) {
+  const d = $('keymode');
+  d.textContent = '';
+  if (!k) return;
+  const label = {none: 'none (not encrypted)', shared: 'shared key', threshold: 'threshold keys, ' + k.threshold + '-of-' + (k.committee && k.committee.length ? k.committee.length : k.committee_size)}[k.mode] || k.mode;
+  d.appendChild(H.el('h3', 'Key mode: ' + label));
+  d.appendChild(H.el('p', k.summary));
+  if (k.committee && k.committee.length) {
+    const names = k.committee.map(m => m.name + (you && m.name === you ? ' (you)' : '') + (m.holds_share ? '' : ' (lost its share)'));
+    d.appendChild(H.el('p', 'Key committee: ' + names.join(', ') + '.', {id: 'key-committee'}));
+  }
+  const tb = H.el('table', null, {id: 'key-opens'});
+  const head = H.el('tr');
+  head.appendChild(H.el('th', 'who'));
+  head.appendChild(H.el('th', 'can open'));
+  tb.appendChild(head);
+  for (const o of k.opens || []) {
+    const tr = H.el('tr');
+    tr.appendChild(H.el('td', o.who));
+    tr.appendChild(H.el('td', o.opens));
+    tb.appendChild(tr);
+  }
+  d.appendChild(tb);
+  d.appendChild(H.el('p', k.colluder, {id: 'key-colluder'}));
+}
 function render(v) {
   $('title').textContent = v.name || v.id;
   document.title = 'hyfed: privacy view of ' + (v.name || v.id);
@@ -137,6 +166,7 @@ function render(v) {
   $('round').textContent = v.round;
   $('scheme').textContent = v.scheme === 'plaintext' ? 'plaintext (NOT encrypted)' : v.scheme + ' (encrypted)';
   $('srv-note').textContent = v.note;
+  keyMode(v.key_mode);
   plainScheme = !!v.server_can_read_dual_values;
   $('tab-tagline').textContent = plainScheme
     ? 'Held by the participant\'s own tab. But this federation is not encrypted: the dual values, inner products and norms below DO reach the server, readable.'
