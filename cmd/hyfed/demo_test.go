@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/hyfed/hyfed/shared/protocol"
 	"io"
 	"net/http"
 	"os"
@@ -258,7 +257,7 @@ func TestDemoConvergesForEverySeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for seed := int64(1); seed <= 5; seed++ {
-		s, err := experiment.RunPrepared(context.Background(), p, experiment.Options{Partition: demoPartition, Seed: seed, Plaintext: true, PStar: r.Primal, Config: protocol.Config{Lambda: demoLambda, IIC: demoIIC, Rounds: 99}})
+		s, err := experiment.RunPrepared(context.Background(), p, experiment.Options{Partition: demoPartition, Seed: seed, Plaintext: true, PStar: r.Primal, Config: demoConfig(p, 99, false)})
 		if err != nil {
 			t.Fatal(err)
 		}

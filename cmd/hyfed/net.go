@@ -78,6 +78,17 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
+// demoConfig is the demo federations' configuration: the defaults (the
+// default step, with group steps), the demo's lambda and IIC, and the
+// data's bias. TestDemoConvergesForEverySeed runs the same.
+func demoConfig(p *experiment.Prepared, rounds int, sealPrimal bool) protocol.Config {
+	cfg := protocol.Defaults()
+	cfg.Lambda, cfg.IIC, cfg.Rounds, cfg.SealPrimal = demoLambda, demoIIC, rounds, sealPrimal
+	cfg.Clients, cfg.NumFeatures = len(p.Blocks), p.Data.M()
+	cfg.BiasFeature, cfg.BiasValue, _ = p.Data.ConstantFeature()
+	return cfg
+}
+
 // joinLink completes the server's join path (which carries the invite
 // after '#') with the secret, which only the organizer has, prefixed with
 // the key mode of the federation req created ("plaintext:", "threshold:").
@@ -221,8 +232,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return err
 			}
 			req := server.CreateRequest{Name: "demo: MNIST, " + *demoPart, Demo: true,
-				Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute), PStar: demoPStar, Config: protocol.Config{Lambda: demoLambda, Rounds: *demoRounds, IIC: demoIIC, Clients: len(demoData.Blocks), NumFeatures: demoData.Data.M(), SealPrimal: *demoSeal}}
-			req.BiasFeature, req.BiasValue, _ = demoData.Data.ConstantFeature()
+				Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(time.Minute), PStar: demoPStar, Config: demoConfig(demoData, *demoRounds, *demoSeal)}
 			prefix := ""
 			if plain {
 				req.Name, req.Scheme, prefix = "INSECURE demo (no encryption): MNIST, "+*demoPart, "plaintext", "insecure "

@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"math"
+	"sort"
 )
 
 // Group steps (Config.GroupSteps, on by default in the block step). With two or more sample
@@ -101,16 +102,27 @@ func (c *Coordinator) groupLineSearch(targets []int, replies map[int]Message) bo
 	for _, k := range targets {
 		in[k] = true
 	}
-	kk := len(c.updating)
-	// Unknowns: x[j] on group j's direction, x[kk+j] on its centered one.
+	// Unknowns: x[b] on bucket b's first directions, x[kk+b] on its
+	// centered ones; a bucket is one group unless more than
+	// maxGroupWeights update (groupBuckets).
+	bucket, kk := groupBuckets(c.round, c.updating)
 	us := make([][]float64, 2*kk)
+	for b := range us {
+		us[b] = make([]float64, c.numFeatures)
+	}
 	a := make([]float64, 2*kk)
 	lim := make([]float64, 2*kk)
+	for b := range lim {
+		lim[b] = maxBlockStep
+	}
+	glim := make([][2]float64, len(c.updating)) // each group's own limits
+	conj := make([]float64, 2*kk)
 	sumA, sumConj := make([]float64, c.numFeatures), 0.0
 	for j, gi := range c.updating {
-		ua, ub := make([]float64, c.numFeatures), make([]float64, c.numFeatures)
-		ca, cb := 0.0, 0.0
+		b := bucket[j]
+		ua, ub := us[b], us[kk+b]
 		la, lb := float64(maxBlockStep), float64(maxBlockStep)
+		ca, cb := 0.0, 0.0
 		for _, h := range c.groups[gi].holders {
 			m, ok := replies[h]
 			if !in[h] || !ok || len(m.DWCentered) != len(m.DW) {
@@ -129,15 +141,20 @@ func (c *Coordinator) groupLineSearch(targets []int, replies map[int]Message) bo
 				ub[f] += m.DWCentered[jj] / lambdaN
 			}
 		}
-		wa, wb := 0.0, 0.0
-		for f := range ua {
-			wa += c.w[f] * ua[f]
-			wb += c.w[f] * ub[f]
-			sumA[f] += ua[f]
-		}
+		conj[b] += ca
+		conj[kk+b] += cb
 		sumConj += ca
-		us[j], a[j], lim[j] = ua, ca/n-lambda*wa, la
-		us[kk+j], a[kk+j], lim[kk+j] = ub, cb/n-lambda*wb, lb
+		glim[j] = [2]float64{la, lb}
+		lim[b], lim[kk+b] = math.Min(lim[b], la), math.Min(lim[kk+b], lb)
+	}
+	for b := range kk {
+		wa, wb := 0.0, 0.0
+		for f, v := range us[b] {
+			wa += c.w[f] * v
+			wb += c.w[f] * us[kk+b][f]
+			sumA[f] += v
+		}
+		a[b], a[kk+b] = conj[b]/n-lambda*wa, conj[kk+b]/n-lambda*wb
 	}
 	g := make([]float64, 4*kk*kk)
 	for i := range 2 * kk {
@@ -196,11 +213,13 @@ func (c *Coordinator) groupLineSearch(targets []int, replies map[int]Message) bo
 	u := make([]float64, c.numFeatures)
 	c.flow.scale = map[int][2]float64{}
 	tmax := float64(maxBlockStep)
-	for j, gi := range c.updating {
-		xa, xb := x[j], x[kk+j]
+	for b := range kk {
 		for f := range u {
-			u[f] += xa*us[j][f] + xb*us[kk+j][f]
+			u[f] += x[b]*us[b][f] + x[kk+b]*us[kk+b][f]
 		}
+	}
+	for j, gi := range c.updating {
+		xa, xb := x[bucket[j]], x[kk+bucket[j]]
 		for _, h := range c.groups[gi].holders {
 			m := replies[h]
 			dw := make([]float64, len(m.DW))
@@ -210,11 +229,52 @@ func (c *Coordinator) groupLineSearch(targets []int, replies map[int]Message) bo
 			c.dirDW[h] = dw
 			c.flow.scale[h] = [2]float64{xa, xb}
 		}
-		tmax = math.Min(tmax, groupStepLimit(xa, xb, lim[j], lim[kk+j]))
+		tmax = math.Min(tmax, groupStepLimit(xa, xb, glim[j][0], glim[j][1]))
 	}
 	c.gammaMax = tmax
 	c.trialPhase(u, math.Min(1, tmax))
 	return true
+}
+
+// maxGroupWeights bounds the weights the server chooses a round: the
+// model's quadratic term costs (2B)^2 dot products over the features and
+// groupQP O(B^3) a sweep, so with hundreds of updating groups (500 or
+// 5,000 participants) the groups share weights in at most this many
+// buckets.
+const maxGroupWeights = 16
+
+// groupBuckets deals the round's updating groups into the buckets whose
+// directions share weights: each group its own while there are at most
+// maxGroupWeights, else maxGroupWeights buckets, dealt afresh every round
+// in an order drawn from the round and the group (so that over rounds
+// mass moves between any two groups), sizes differing by at most one. It
+// returns each updating group's bucket and the number of buckets.
+func groupBuckets(round int, updating []int) ([]int, int) {
+	bucket := make([]int, len(updating))
+	if len(updating) <= maxGroupWeights {
+		for j := range bucket {
+			bucket[j] = j
+		}
+		return bucket, len(updating)
+	}
+	order := make([]int, len(updating))
+	keys := make([]uint64, len(updating))
+	for j, gi := range updating {
+		order[j], keys[j] = j, mix64(uint64(round)<<32^uint64(gi))
+	}
+	sort.Slice(order, func(p, q int) bool { return keys[order[p]] < keys[order[q]] })
+	for r, j := range order {
+		bucket[j] = r % maxGroupWeights
+	}
+	return bucket, maxGroupWeights
+}
+
+// mix64 is SplitMix64's finaliser: a fixed, well-spread hash.
+func mix64(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
 
 // groupQP maximises a.x - x^T G x/2 (G positive semi-definite, 2K

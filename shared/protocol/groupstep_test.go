@@ -221,3 +221,45 @@ func TestGroupStepsDefault(t *testing.T) {
 		t.Errorf("group steps off is not written: %s", b)
 	}
 }
+
+// TestGroupBuckets: up to maxGroupWeights updating groups each get their
+// own weight; beyond, the buckets are filled evenly, the same for the same
+// round, dealt anew the next round.
+func TestGroupBuckets(t *testing.T) {
+	small := []int{3, 5, 8}
+	if b, n := groupBuckets(7, small); n != 3 || b[0] != 0 || b[1] != 1 || b[2] != 2 {
+		t.Fatalf("3 groups: buckets %v of %d, want each its own", b, n)
+	}
+	many := make([]int, 125)
+	for j := range many {
+		many[j] = 2 * j
+	}
+	b1, n := groupBuckets(7, many)
+	if n != maxGroupWeights {
+		t.Fatalf("125 groups: %d buckets, want %d", n, maxGroupWeights)
+	}
+	size := make([]int, n)
+	for _, b := range b1 {
+		size[b]++
+	}
+	for b, s := range size {
+		if s < 125/n || s > 125/n+1 {
+			t.Errorf("bucket %d holds %d groups, want %d or %d", b, s, 125/n, 125/n+1)
+		}
+	}
+	again, _ := groupBuckets(7, many)
+	next, _ := groupBuckets(8, many)
+	same, moved := true, 0
+	for j := range b1 {
+		same = same && again[j] == b1[j]
+		if next[j] != b1[j] {
+			moved++
+		}
+	}
+	if !same {
+		t.Error("the same round deals the buckets differently")
+	}
+	if moved < 125/2 {
+		t.Errorf("the next round moves only %d of 125 groups to another bucket", moved)
+	}
+}
