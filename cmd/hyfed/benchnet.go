@@ -49,6 +49,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the server process over the timed rounds (see --profile) to FILE")
 	memProfile := fs.String("memprofile", "", "write the server's heap profile at the end of the timed rounds to FILE, and at their start to FILE.base (go tool pprof -sample_index=alloc_space -base FILE.base FILE: what the rounds allocated)")
 	window := fs.String("profile", "rounds", "what -cpuprofile and -memprofile cover: rounds (1 to --rounds) or registration")
+	groupSteps := fs.Bool("group-steps", protocol.Defaults().GroupSteps, "block step: the server weighs each sample group's direction and a second one (--group-steps=false: one line search for all)")
 	keys := fs.String("keys", protocol.KeysShared, "who can open a sum: shared (one key from the link) or threshold (a key committee switches every sum to its receiver's own key)")
 	memLimit := fs.String("server-memory-limit", "", "the server's soft memory limit, as Go's GOMEMLIMIT (e.g. 900MiB): its garbage collector works harder near it; the participants' process keeps none")
 	if err := parse(fs, args); err != nil {
@@ -99,7 +100,9 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	req := server.CreateRequest{Name: "bench", Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(10 * time.Minute), Config: protocol.Config{Algo: *algo, Lambda: protocol.DefaultLambda, Rounds: *rounds, IIC: protocol.DefaultIIC, Clients: len(p.Blocks), SealPrimal: *sealPrimal}}
+	// The defaults (the default step, with group steps), as hyfed create.
+	req := server.CreateRequest{Name: "bench", Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(10 * time.Minute), Config: protocol.Defaults()}
+	req.Algo, req.Rounds, req.Clients, req.SealPrimal, req.GroupSteps = *algo, *rounds, len(p.Blocks), *sealPrimal, *groupSteps
 	if *algo == protocol.AlgoHyFDCA {
 		req.Step = *step
 	}
