@@ -110,7 +110,9 @@ func cmpGrid(quick bool, sparse string) []cmpSetting {
 func hyfdcaAlgo(lambda float64) cmpAlgo {
 	return cmpAlgo{Name: "hyfdca", Params: []cmpParam{{"iic", 0.02, 1}}, Applies: func(string) bool { return true },
 		Run: func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error) {
-			return runPoints(ctx, p, experiment.Options{Data: s.Data, Partition: s.Partition, Seed: seed, Plaintext: true, Config: protocol.Config{Lambda: lambda, Fraction: s.Fraction, Rounds: rounds, IIC: params["iic"], Loss: s.Loss}})
+			cfg := protocol.Defaults()
+			cfg.Lambda, cfg.Fraction, cfg.Rounds, cfg.IIC, cfg.Loss = lambda, s.Fraction, rounds, params["iic"], s.Loss
+			return runPoints(ctx, p, experiment.Options{Data: s.Data, Partition: s.Partition, Seed: seed, Plaintext: true, Config: cfg})
 		}}
 }
 
