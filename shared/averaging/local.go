@@ -37,6 +37,7 @@ import (
 
 	"github.com/hyfed/hyfed/shared/dataset"
 	"github.com/hyfed/hyfed/shared/loss"
+	"github.com/hyfed/hyfed/shared/mix"
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
@@ -202,16 +203,8 @@ const streamPicks = 1
 // seeded from the run seed and a mix of the three, so that a run is
 // deterministic and no draw depends on the order the clients run in.
 func roundRNG(seed int64, purpose, round, client int) *rand.Rand {
-	h := splitmix(uint64(purpose))
-	h = splitmix(h ^ uint64(round))
-	h = splitmix(h ^ uint64(client))
+	h := mix.SplitMix64(uint64(purpose))
+	h = mix.SplitMix64(h ^ uint64(round))
+	h = mix.SplitMix64(h ^ uint64(client))
 	return rand.New(rand.NewPCG(uint64(seed), h))
-}
-
-// splitmix is the SplitMix64 finaliser, a cheap bijective mix.
-func splitmix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
 }

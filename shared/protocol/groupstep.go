@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/hyfed/hyfed/shared/mix"
 )
 
 // Group steps (Config.GroupSteps, on by default in the block step). With two or more sample
@@ -260,21 +262,13 @@ func groupBuckets(round int, updating []int) ([]int, int) {
 	order := make([]int, len(updating))
 	keys := make([]uint64, len(updating))
 	for j, gi := range updating {
-		order[j], keys[j] = j, mix64(uint64(round)<<32^uint64(gi))
+		order[j], keys[j] = j, mix.SplitMix64(uint64(round)<<32^uint64(gi))
 	}
 	sort.Slice(order, func(p, q int) bool { return keys[order[p]] < keys[order[q]] })
 	for r, j := range order {
 		bucket[j] = r % maxGroupWeights
 	}
 	return bucket, maxGroupWeights
-}
-
-// mix64 is SplitMix64's finaliser: a fixed, well-spread hash.
-func mix64(z uint64) uint64 {
-	z += 0x9e3779b97f4a7c15
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
 }
 
 // groupQP maximises a.x - x^T G x/2 (G positive semi-definite, 2K
