@@ -6,6 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/hyfed/hyfed/shared/central"
 	"github.com/hyfed/hyfed/shared/dataset"
@@ -26,8 +30,15 @@ func (d *dataFlags) register(fs *flag.FlagSet, def string) {
 	fs.Float64Var(&d.holdout, "holdout", 0, "fraction of samples held out for evaluation when the data has no split (the built-ins mnist, breast-cancer, digits and synthetic default to 0.1)")
 }
 
+// load loads the data for training (experiment.LoadData: scaled when its
+// rows are too long to seal).
 func (d *dataFlags) load() (*dataset.Dataset, error) {
 	return experiment.LoadData(d.data, d.positive, d.holdout)
+}
+
+// loadRaw loads the data as it is, for scoring and export.
+func (d *dataFlags) loadRaw() (*dataset.Dataset, error) {
+	return experiment.LoadRawData(d.data, d.positive, d.holdout)
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -78,7 +89,7 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	if *modelPath != "" {
-		if err := writeModel(*modelPath, s.Loss, s.Model.W, experimentInfo(s, o, p.Data, hist), stderr); err != nil {
+		if err := writeModel(*modelPath, s.Loss, p.Data.UnscaleWeights(s.Model.W), experimentInfo(s, o, p.Data, hist), stderr); err != nil {
 			return err
 		}
 	}
@@ -123,7 +134,7 @@ func runCentral(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if *modelPath != "" {
-		if err := writeModel(*modelPath, l.Name(), r.W, centralInfo(r, d, df.data, df.positive, *seed), stderr); err != nil {
+		if err := writeModel(*modelPath, l.Name(), d.UnscaleWeights(r.W), centralInfo(r, d, df.data, df.positive, *seed), stderr); err != nil {
 			return err
 		}
 	}
@@ -165,8 +176,30 @@ func runPartition(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	fmt.Fprintf(stderr, "checked: every (sample, feature) entry of %s is held exactly once\n", d.Name)
+	if d.Scale != nil {
+		path, err := writeScale(*out, d.Scale)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "the blocks hold scaled features; a federation's model scores raw data after its weight of feature f is divided by line f of %s\n", path)
+	}
 	for i, p := range paths {
 		fmt.Fprintf(stdout, "%s\t%d samples\t%d features\n", p, blocks[i].N(), len(blocks[i].Features))
 	}
 	return nil
+}
+
+// writeScale writes the divisors the features were scaled by, one line a
+// feature (1-based feature f on line f), next to the block files.
+func writeScale(dir string, scale []float64) (string, error) {
+	var b strings.Builder
+	for _, s := range scale {
+		b.WriteString(strconv.FormatFloat(s, 'g', -1, 64))
+		b.WriteByte('\n')
+	}
+	path := filepath.Join(dir, "scale.txt")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return "", fmt.Errorf("write feature scale: %w", err)
+	}
+	return path, nil
 }

@@ -238,7 +238,7 @@ func runDataExport(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	d, err := df.load()
+	d, err := df.loadRaw()
 	if err != nil {
 		return err
 	}

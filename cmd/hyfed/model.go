@@ -186,7 +186,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return printBlockPartial(stdout, m, *path, b, df.data)
 		}
 	}
-	d, err := df.load()
+	d, err := df.loadRaw()
 	if err != nil {
 		return err
 	}

@@ -353,3 +353,38 @@ func TestPredictPartial(t *testing.T) {
 		t.Fatalf("%d full scores, %d summed", n, len(sum))
 	}
 }
+
+// TestModelOfScaledData: a file of raw amounts (rows far beyond the
+// sealable range) trains encrypted, on features scaled to [-1, 1], and
+// the model files of hyfed experiment and hyfed central score the raw
+// file with the accuracies the runs reported.
+func TestModelOfScaledData(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "amounts.libsvm")
+	var b strings.Builder
+	for i := range 120 {
+		// Feature 1 in the thousands, feature 2 in [0, 1], feature 3 a
+		// count; the label follows a margin mostly.
+		a, c, n := float64(1000+37*(i%50)), float64(i%7)/7, float64(i%11)
+		y := "+1"
+		if a/2000+c-n/10 < 0.9 {
+			y = "-1"
+		}
+		fmt.Fprintf(&b, "%s 1:%g 2:%g 3:%g\n", y, a, c, n)
+	}
+	if err := os.WriteFile(data, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "exp.model")
+	s, _ := runJSON(t, "experiment", "--data", data, "--partition", "grid:2,2", "--rounds", "20", "--quiet", "--model", path)
+	p, _ := runJSON(t, "predict", "--model", path, "--data", data)
+	if d := math.Abs(num(t, s, "best_train_accuracy") - num(t, p, "train_accuracy")); !(d <= 1e-9) || num(t, p, "train_accuracy") < 0.7 {
+		t.Errorf("experiment's model: train accuracy %v reported, %v scored on the raw file", s["best_train_accuracy"], p["train_accuracy"])
+	}
+	cpath := filepath.Join(dir, "central.model")
+	c, _ := runJSON(t, "central", "--data", data, "--quiet", "--model", cpath)
+	cp, _ := runJSON(t, "predict", "--model", cpath, "--data", data)
+	if d := math.Abs(num(t, c, "train_accuracy") - num(t, cp, "train_accuracy")); !(d <= 1e-9) {
+		t.Errorf("central's model: train accuracy %v reported, %v scored on the raw file", c["train_accuracy"], cp["train_accuracy"])
+	}
+}

@@ -133,7 +133,7 @@ type suiteOptions struct {
 
 func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("suite", stderr)
-	dataList := fs.String("data", strings.Join(suiteDataSets, ","), "comma-separated data sets of the grid (a subset of the default; "+suiteSparse+" is --sparse)")
+	dataList := fs.String("data", strings.Join(suiteDataSets, ","), "comma-separated data sets of the grid: some of the default ("+suiteSparse+" is --sparse) or LIBSVM/CSV files, which get the same grid")
 	sparse := fs.String("sparse", defaultSparse, "the synthetic sparse set (synthetic:N,M,density,noise,seed)")
 	steps := fs.String("steps", protocol.StepBlock+","+protocol.StepHyFed, "comma-separated step rules (--step of hyfed experiment), side by side in the table; --check-targets checks the first")
 	rounds := fs.Int("rounds", suiteCheckpoints[len(suiteCheckpoints)-1], "rounds of every run")
@@ -181,7 +181,11 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, d := range given {
 		d = strings.TrimSpace(d)
 		if !slices.Contains(suiteDataSets, d) {
-			return fmt.Errorf("--data %q: want some of %s", d, strings.Join(suiteDataSets, ","))
+			// A file of one's own (LIBSVM or CSV): the same grid,
+			// measured against central SDCA on it.
+			if st, err := os.Stat(d); err != nil || st.IsDir() {
+				return fmt.Errorf("--data %q: want some of %s, or a LIBSVM/CSV file", d, strings.Join(suiteDataSets, ","))
+			}
 		}
 		o.data = append(o.data, d)
 	}
@@ -609,13 +613,31 @@ const (
 	suiteEnd   = "<!-- /suite:%s -->"
 )
 
-var suiteSectionRE = regexp.MustCompile(`(?s)<!-- suite:([\w-]+) -->\n.*?<!-- /suite:([\w-]+) -->\n`)
+var suiteSectionRE = regexp.MustCompile(`(?s)<!-- suite:([^ \n]+) -->\n.*?<!-- /suite:([^ \n]+) -->\n`)
+
+// names lists the sections of a report in order: the built-in sets in
+// theirs, then data files, those of an earlier report (old) in its order
+// before this run's.
+func (rep *suiteReport) names(old []byte) []string {
+	names := slices.Clone(suiteDataSets)
+	for _, m := range suiteSectionRE.FindAllStringSubmatch(string(old), -1) {
+		if !slices.Contains(names, m[1]) {
+			names = append(names, m[1])
+		}
+	}
+	for _, d := range rep.data {
+		if !slices.Contains(names, d.Name) {
+			names = append(names, d.Name)
+		}
+	}
+	return names
+}
 
 // markdown is the report of this run: the preamble and one section per
 // data set run.
 func (rep *suiteReport) markdown() string {
 	var secs []string
-	for _, name := range suiteDataSets {
+	for _, name := range rep.names(nil) {
 		if sec := rep.section(name); sec != "" {
 			secs = append(secs, sec)
 		}
@@ -791,18 +813,19 @@ func (rep *suiteReport) runs(d *suiteData) int {
 func suiteWrite(path string, rep *suiteReport) error {
 	kept := map[string]string{}
 	notes := ""
-	if old, err := os.ReadFile(path); err == nil {
-		for _, m := range suiteSectionRE.FindAllStringSubmatch(string(old), -1) {
+	oldReport, err := os.ReadFile(path)
+	if err == nil {
+		for _, m := range suiteSectionRE.FindAllStringSubmatch(string(oldReport), -1) {
 			if m[1] == m[2] {
 				kept[m[1]] = m[0]
 			}
 		}
-		notes = suiteNotesRE.FindString(string(old))
+		notes = suiteNotesRE.FindString(string(oldReport))
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("--out: %w", err)
 	}
 	var secs []string
-	for _, name := range suiteDataSets {
+	for _, name := range rep.names(oldReport) {
 		sec := rep.section(name)
 		if sec == "" {
 			sec = kept[name]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -358,5 +359,37 @@ func TestSuiteAssemble(t *testing.T) {
 	}
 	if !strings.HasPrefix(md, suitePreamble) {
 		t.Error("no preamble")
+	}
+}
+
+// TestSuiteFile: a data file of one's own gets the same grid and its own
+// section (here the quick subset: its first partition).
+func TestSuiteFile(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "own.libsvm")
+	var b strings.Builder
+	for i := range 300 {
+		x1, x2 := float64(i%17)/17, float64(i%5)/5
+		y := "+1"
+		if x1-x2 < 0.1 {
+			y = "-1"
+		}
+		fmt.Fprintf(&b, "%s 1:%g 2:%g 3:1\n", y, x1, x2)
+	}
+	if err := os.WriteFile(data, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "c.md")
+	var stdout, stderr bytes.Buffer
+	if err := runSuite(context.Background(), []string{"--quick", "--data", data, "--steps", "block", "--rounds", "20", "--out", out}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	rep, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := suiteSectionOf(t, string(rep), data)
+	if rows := suiteTable(t, sec, "| partition | fraction |", 17); len(rows) != 1 || rows[0][0] != "grid:2,4" || rows[0][4] != "block" {
+		t.Fatalf("rows %v\n%s", rows, sec)
 	}
 }

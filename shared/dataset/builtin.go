@@ -46,7 +46,9 @@ const defaultHoldout = 0.1
 //     noise 0.05 and seed 1 unless given, Options.Holdout (default 0.1)
 //     held out;
 //   - otherwise a file path: ".csv" read by ReadCSV, anything else by
-//     ReadLIBSVM; gzip-compressed files are inflated.
+//     ReadLIBSVM; gzip-compressed files are inflated. Unless Options force
+//     a storage, a file is stored dense when at least half of its entries
+//     are non-zero (autoStorage), whatever its text format.
 //
 // Image data (and breast-cancer) gets a last constant feature Bias (785
 // features in all for the 28x28 images).
@@ -71,7 +73,11 @@ func Load(spec string, opt Options) (*Dataset, error) {
 	case spec == "":
 		return nil, errors.New("no data given: name a built-in data set (fashion-mnist, mnist, breast-cancer, digits, synthetic:N,M) or a file")
 	default:
-		return loadFile(spec, opt)
+		d, err := loadFile(spec, opt)
+		if err == nil && !opt.Sparse && !opt.Dense {
+			d.X = autoStorage(d.X)
+		}
+		return d, err
 	}
 	if err != nil {
 		return nil, err

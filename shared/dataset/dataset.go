@@ -18,6 +18,9 @@ type Dataset struct {
 	// Image is set for image data: Width*Height pixel features first, in
 	// row-major order, then Extra features (the bias).
 	Image *ImageShape
+	// Scale, when not nil, holds the divisor every feature was scaled by
+	// after reading (ScaleMaxAbs): the data set is then the scaled one.
+	Scale []float64
 }
 
 // ImageShape describes image data so that partitions can cut quadrants.

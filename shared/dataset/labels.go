@@ -61,8 +61,9 @@ type Options struct {
 	// means their default 0.1
 	// and a negative value none.
 	Holdout float64
-	// Sparse and Dense force the storage of X. By default LIBSVM text is
-	// stored sparse, everything else dense.
+	// Sparse and Dense force the storage of X. By default ReadLIBSVM
+	// stores sparse, everything else dense, and Load stores a file dense
+	// when at least half of its entries are non-zero.
 	Sparse, Dense bool
 }
 

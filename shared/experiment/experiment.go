@@ -132,8 +132,23 @@ type Prepared struct {
 	Spec   partition.Spec
 }
 
-// LoadData loads a data set as the command-line flags name it.
+// LoadData loads a data set as the command-line flags name it, for
+// training: features scaled when its rows are too long to seal
+// (fitSealRange).
 func LoadData(data, positive string, holdout float64) (*dataset.Dataset, error) {
+	d, err := LoadRawData(data, positive, holdout)
+	if err != nil {
+		return nil, err
+	}
+	if err := fitSealRange(d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// LoadRawData loads a data set as the command-line flags name it, its
+// features as they are (for scoring and export).
+func LoadRawData(data, positive string, holdout float64) (*dataset.Dataset, error) {
 	dopt := dataset.Options{Holdout: holdout}
 	if positive != "" {
 		r, err := dataset.ParsePositive(positive)
@@ -143,6 +158,29 @@ func LoadData(data, positive string, holdout float64) (*dataset.Dataset, error) 
 		dopt.Positive = r
 	}
 	return dataset.Load(data, dopt)
+}
+
+// fitSealRange scales the features of data whose rows are too long to
+// seal: the block step seals partial squared norms and Gram entries, which
+// must stay within seal.MaxAbs, so raw features in the thousands (a count,
+// an amount of money) would stop the federation at its first round. Every
+// feature is then divided by its largest magnitude (dataset.ScaleMaxAbs),
+// which also gives the dual solvers the conditioning they need, and the
+// model files map the weights back to the raw features. Data within the
+// range is left as it is.
+func fitSealRange(d *dataset.Dataset) error {
+	n, i := d.MaxRowNormSq()
+	if n <= seal.MaxAbs {
+		return nil
+	}
+	d.ScaleMaxAbs()
+	slog.Warn(fmt.Sprintf("data %s: %s has squared norm %.4g, beyond the ±%d that sealing carries: every feature is divided by its largest magnitude (to [-1, 1]); model files map the weights back to the raw features",
+		d.Name, d.SampleName(i), n, seal.MaxAbs))
+	if n, i := d.MaxRowNormSq(); n > seal.MaxAbs {
+		return fmt.Errorf("data %s: %s has squared norm %.4g even with every feature scaled to [-1, 1], beyond the ±%d that sealing carries: normalize the rows (e.g. to unit length)",
+			d.Name, d.SampleName(i), n, seal.MaxAbs)
+	}
+	return nil
 }
 
 // Prepare loads and partitions the data.
