@@ -10,7 +10,7 @@ FMNIST    := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SKLEARN   := $(CACHE)/sklearn
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps data web wasm node chromium firefox liblinear test vet screenshots fuzz bench run results convergence clean
+.PHONY: all build deps data web wasm node chromium firefox liblinear test vet screenshots fuzz bench run results convergence realdata clean
 
 all: build
 
@@ -147,6 +147,15 @@ results: build data
 # takes hours on 2 cores, `bin/hyfed suite --quick` minutes).
 convergence: build data
 	nice -n 10 $(BIN) suite --out docs/convergence.md
+
+# Nine real data sets the defaults never saw (docs/realdata.sh takes them from
+# Debian's R packages, installing R if needed), through the same grid:
+# docs/realdata.md. Hours here.
+REALDATA := $(CACHE)/realdata
+realdata: build
+	SUDO=$(SUDO) bash docs/realdata.sh $(REALDATA)
+	nice -n 10 $(BIN) suite --steps block --out docs/realdata.md \
+		--data $$(ls $(REALDATA)/*.libsvm | grep -v '\.raw\.' | paste -sd, -)
 
 clean:
 	rm -rf bin $(CACHE)
