@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -408,4 +409,101 @@ func TestThresholdBadKeyMessages(t *testing.T) {
 		}
 	}
 	sameRounds(t, want, got)
+}
+
+// TestThresholdHungMember: a committee member stays connected but never
+// answers a switch request (a hung tab) from some round on. At the phase
+// deadline it is the one closed with CodeDeadline, naming the request and
+// the round; its requests are asked again of the other members, the
+// participants whose messages they held stay connected (under a fresh
+// deadline), the round completes and the federation runs every round.
+// Without the member's drop, the deadline would have dropped the receivers
+// and kept the member.
+func TestThresholdHungMember(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		member, round int
+		silent        int // -1, or a participant that hangs altogether once the member hung
+	}{
+		{"member 1 from round 2", 1, 2, -1},
+		{"member 0 from round 1", 0, 1, -1},
+		{"member 2 from round 3", 2, 3, -1},
+		// 3's messages held for the member's request go out once it is asked
+		// again, and are lost: the new deadline drops 3 as before.
+		{"member 1 from round 2, participant 3 after it", 1, 2, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Lambda: 0.05, Inner: 3, Rounds: 5, Seed: 1, Quorum: 0.5}
+			_, thr := keyFeds(t, cfg, 2, 2)
+			hung := 0
+			thr.mem.Lose = func(to int, m *Message) bool {
+				if thr.coord.Round() < tc.round {
+					return false
+				}
+				if m.Kind == KindSwitch && to == tc.member {
+					hung++
+					return true
+				}
+				return to == tc.silent && hung > 0
+			}
+			type closed struct {
+				to  int
+				err string
+			}
+			var deadline []closed
+			thr.mem.Observe = func(toServer bool, k int, m *Message) {
+				if !toServer && m.Kind == KindError && m.Code == CodeDeadline {
+					deadline = append(deadline, closed{k, m.Err})
+				}
+			}
+			// The Ready of the deadline: the same phase goes on under a new
+			// number (a new deadline), the request asked again of others.
+			var prev, at Ready
+			thr.mem.OnReady = func(r Ready) {
+				if at.PhaseSeq == 0 && slices.ContainsFunc(r.Envelopes, func(e Envelope) bool { return e.Msg.Code == CodeDeadline }) {
+					at = r
+					if r.Phase == "" || r.Phase != prev.Phase || r.PhaseSeq != prev.PhaseSeq+1 {
+						t.Errorf("after the deadline: phase %q #%d, before %q #%d: want the same phase under the next number", r.Phase, r.PhaseSeq, prev.Phase, prev.PhaseSeq)
+					}
+					if !slices.ContainsFunc(r.Envelopes, func(e Envelope) bool { return e.Msg.Kind == KindSwitch && e.To != tc.member }) {
+						t.Error("after the deadline: no switch request asked again of the other members")
+					}
+				}
+				prev = r
+			}
+			hist := thr.run(t)
+			if hung == 0 || at.PhaseSeq == 0 {
+				t.Fatal("script did not run: no switch request to the member was swallowed")
+			}
+			gone := map[int]bool{tc.member: true}
+			if tc.silent >= 0 {
+				gone[tc.silent] = true
+			}
+			if len(deadline) != len(gone) {
+				t.Fatalf("deadline errors %+v, want one to member %d and one to participant %d", deadline, tc.member, tc.silent)
+			}
+			for _, d := range deadline {
+				want := "no switch-shares reply to switch request"
+				if d.to != tc.member {
+					want = "reply before the deadline"
+				}
+				if !gone[d.to] || !strings.Contains(d.err, want) || !strings.Contains(d.err, fmt.Sprintf("before the deadline of round %d", tc.round)) {
+					t.Fatalf("participant %d told %q, want it told it was late in round %d (%q)", d.to, d.err, tc.round, want)
+				}
+			}
+			for k, ci := range thr.coord.Clients() {
+				if ci.Connected != !gone[k] || thr.mem.Connected(k) != !gone[k] {
+					t.Fatalf("participant %d: connected %v (transport %v), want %v", k, ci.Connected, thr.mem.Connected(k), !gone[k])
+				}
+			}
+			if len(hist) != cfg.Rounds+1 || !thr.coord.Finished() {
+				t.Fatalf("%d rounds recorded, want %d (finished %v)", len(hist), cfg.Rounds+1, thr.coord.Finished())
+			}
+			for _, r := range hist {
+				if !finite(r.Primal) && !r.Partial {
+					t.Fatalf("round %d: P %v", r.Round, r.Primal)
+				}
+			}
+		})
+	}
 }
