@@ -24,14 +24,19 @@ func (d *Dataset) MaxRowNormSq() (float64, int) {
 // raw data as w_f / Scale[f] (UnscaleWeights).
 func (d *Dataset) ScaleMaxAbs() []float64 {
 	m := d.X
+	// col is the feature of a row's k-th stored value (Row gives indexes
+	// only for sparse rows).
+	col := func(idx []int32, k int) int {
+		if idx == nil {
+			return k
+		}
+		return int(idx[k])
+	}
 	scale := make([]float64, m.Cols)
 	for i := 0; i < m.Rows; i++ {
 		idx, val := m.Row(i)
 		for k, v := range val {
-			j := k
-			if idx != nil {
-				j = int(idx[k])
-			}
+			j := col(idx, k)
 			scale[j] = math.Max(scale[j], math.Abs(v))
 		}
 	}
@@ -43,11 +48,7 @@ func (d *Dataset) ScaleMaxAbs() []float64 {
 	for i := 0; i < m.Rows; i++ {
 		idx, val := m.Row(i)
 		for k := range val {
-			j := k
-			if idx != nil {
-				j = int(idx[k])
-			}
-			val[k] /= scale[j]
+			val[k] /= scale[col(idx, k)]
 		}
 	}
 	d.Scale = scale

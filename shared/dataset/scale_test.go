@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -67,7 +68,7 @@ func TestScaleMaxAbs(t *testing.T) {
 		}
 		nnz := d.X.NNZ()
 		scale := d.ScaleMaxAbs()
-		if want := []float64{400, 6, 1, 2}; !equal(scale, want) {
+		if want := []float64{400, 6, 1, 2}; !slices.Equal(scale, want) {
 			t.Fatalf("%+v: divisors %v, want %v", opt, scale, want)
 		}
 		if d.X.IsSparse() && d.X.NNZ() != nnz {
@@ -88,18 +89,6 @@ func TestScaleMaxAbs(t *testing.T) {
 			}
 		}
 	}
-}
-
-func equal(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestSampleName(t *testing.T) {
