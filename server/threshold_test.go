@@ -35,7 +35,7 @@ func chunksOfMessage(t *testing.T, s seal.Scheme, seen []seenChunk, k int, toSer
 		}
 	}
 	if m.Kind == protocol.KindSwitch {
-		for _, b := range m.Keys[len(m.Targets):] {
+		for _, b := range m.Keys[len(m.OwnKeys):] {
 			c, err := s.Unmarshal(b)
 			if err != nil {
 				t.Errorf("participant %d: a switch request's chunk: %v", k, err)

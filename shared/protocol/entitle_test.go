@@ -14,6 +14,7 @@ import (
 // keys and jobs without touching the original.
 func cloneSwitch(m Message) Message {
 	m.Targets = slices.Clone(m.Targets)
+	m.OwnKeys = slices.Clone(m.OwnKeys)
 	m.Keys = slices.Clone(m.Keys)
 	m.Jobs = slices.Clone(m.Jobs)
 	m.JobAt = slices.Clone(m.JobAt)
@@ -21,12 +22,27 @@ func cloneSwitch(m Message) Message {
 	return m
 }
 
+// selfContained returns req carrying the own public keys of all its
+// targets: any member takes it, whatever requests it got before.
+func selfContained(req Message, own map[int][]byte) Message {
+	m := cloneSwitch(req)
+	chunks := m.Keys[len(m.OwnKeys):]
+	m.OwnKeys, m.Keys = nil, nil
+	for ti, to := range m.Targets {
+		m.OwnKeys = append(m.OwnKeys, ti)
+		m.Keys = append(m.Keys, own[to])
+	}
+	m.Keys = append(m.Keys, chunks...)
+	return m
+}
+
 // retarget returns req with job j's chunk switched to participant to
 // instead, to's authentic own public key added to the targets.
 func retarget(req Message, j, to int, own []byte) Message {
 	m := cloneSwitch(req)
-	nt := len(m.Targets)
-	m.Keys = slices.Concat(m.Keys[:nt], [][]byte{own}, m.Keys[nt:])
+	nt, nk := len(m.Targets), len(m.OwnKeys)
+	m.Keys = slices.Concat(m.Keys[:nk], [][]byte{own}, m.Keys[nk:])
+	m.OwnKeys = append(m.OwnKeys, nt)
 	m.Targets = append(m.Targets, to)
 	m.Jobs[j][0] = nt
 	return m
@@ -64,6 +80,7 @@ func TestThresholdSwitchEntitlement(t *testing.T) {
 		t.Fatal("no switch request or member setup seen")
 	}
 	ks, c := f.coord.keys, f.coord
+	req = selfContained(req, ks.own)
 	for _, id := range req.ActiveSet {
 		if _, err := f.mem.Participant(id - 1).Handle(cloneSwitch(req)); err != nil {
 			t.Fatalf("the honest request, member %d: %v", id-1, err)
@@ -89,7 +106,7 @@ func TestThresholdSwitchEntitlement(t *testing.T) {
 	}
 
 	// Without the check: the key layer switches it, and the colluder reads it.
-	chunk, err := c.scheme.Unmarshal(req.Keys[len(req.Targets)+req.Jobs[j][1]])
+	chunk, err := c.scheme.Unmarshal(req.Keys[len(req.OwnKeys)+req.Jobs[j][1]])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -23,11 +24,11 @@ import (
 // During the rounds every message that carries sealed chunks to a
 // participant (send) is held back: the chunks, sums under the collective
 // key, are first switched to the receiver's own key. At the end of every
-// Step the coordinator asks t live committee members for switching shares
-// of all the chunks held since the last one (one switch request each), and
-// once the t replies are in it adds them (AggregateSwitch) into chunks the
-// receiver opens with its own key, and sends the held messages in their
-// order. This sits below every phase and every rule: whatever a rule hands
+// Step the coordinator asks for switching shares of all the chunks held
+// since the last one, in requests of a bounded size each asked of t live
+// committee members in turn, and once a request's t replies are in it adds
+// them (AggregateSwitch) into chunks the receivers open with their own
+// keys, and sends the held messages in their order. This sits below every phase and every rule: whatever a rule hands
 // a holder goes through it.
 
 // PhaseKeys is the key setup's phase (threshold keys).
@@ -53,6 +54,9 @@ type keyState struct {
 	retired   map[int]bool   // batches asked again of another active set
 	parked    []*switchBatch // waiting for t members with their shares
 	nextBatch int
+	// sentOwn: the own public keys each member was sent on its current
+	// connection (by target), so that a request carries only new ones.
+	sentOwn map[int]map[int][]byte
 }
 
 // heldEnvelope is a message waiting for its chunks to be switched (pending)
@@ -70,9 +74,10 @@ type switchBatch struct {
 	active  []int // participant indexes of the active members
 	jobs    []switchJob
 	chunks  []seal.Chunk
-	targets []int // participant indexes
-	msg     Message
+	targets []int                            // participant indexes
 	shares  map[int][]*threshold.SwitchShare // by member
+
+	chunkBytes [][]byte // the chunks marshalled, once for every member asked
 }
 
 type switchJob struct {
@@ -162,7 +167,7 @@ func (c *Coordinator) keySetup() {
 		c.fail(fmt.Errorf("threshold keys: %w", err))
 		return
 	}
-	c.keys = &keyState{fed: fed, members: members, own: map[int][]byte{}, lost: map[int]bool{},
+	c.keys = &keyState{fed: fed, members: members, own: map[int][]byte{}, lost: map[int]bool{}, sentOwn: map[int]map[int][]byte{},
 		got: map[int]*threshold.SetupShare{}, held: map[int][]*heldEnvelope{}, batches: map[int]*switchBatch{}, retired: map[int]bool{}}
 	for _, k := range all {
 		c.send(k, Message{Kind: KindKeySetup, Round: c.round, KeySetup: c.keySetupFor(k, false)})
@@ -406,7 +411,7 @@ func (c *Coordinator) restoreKeys(kc *keyCheckpoint) error {
 			return fmt.Errorf("restore: setup share %d of the key committee: %v", i, err)
 		}
 	}
-	c.keys = &keyState{fed: fed, members: kc.Members, setups: kc.Setups, ready: true, own: map[int][]byte{}, lost: map[int]bool{},
+	c.keys = &keyState{fed: fed, members: kc.Members, setups: kc.Setups, ready: true, own: map[int][]byte{}, lost: map[int]bool{}, sentOwn: map[int]map[int][]byte{},
 		held: map[int][]*heldEnvelope{}, batches: map[int]*switchBatch{}, retired: map[int]bool{}}
 	return nil
 }
@@ -468,6 +473,7 @@ func (c *Coordinator) keysGone(k int) {
 		return
 	}
 	c.dropHeld(k)
+	delete(ks.sentOwn, k) // a member's next connection starts with no own keys
 	if !ks.ready {
 		return
 	}
@@ -483,26 +489,26 @@ func (c *Coordinator) keysGone(k int) {
 }
 
 // requestSwitches asks for switching shares of every chunk held since the
-// last request, in one request to each of t live members; it runs at the
-// end of every Step.
+// last request; it runs at the end of every Step. The jobs go in requests
+// of at most switchRequestJobs (a chunk's jobs stay together), each asked
+// of t live members, members taking turns: at 5,000 participants one
+// request for everything would be hundreds of megabytes for one member to
+// receive, and would keep the rest of the committee idle.
 func (c *Coordinator) requestSwitches() {
 	ks := c.keys
 	if ks == nil || len(ks.fresh) == 0 || c.finished {
 		return
 	}
-	b := &switchBatch{}
-	chunkAt := map[seal.Chunk]int{}
-	targetAt := map[int]int{}
+	type chunkJobs struct {
+		ch   seal.Chunk
+		jobs []switchJob // chunk and target filled in per request
+		to   []int
+	}
+	var order []*chunkJobs
+	byChunk := map[seal.Chunk]*chunkJobs{} // Restrict shares a sum's chunks between receivers
 	for _, h := range ks.fresh {
 		if h.dropped {
 			continue
-		}
-		to := h.env.To
-		ti, ok := targetAt[to]
-		if !ok {
-			ti = len(b.targets)
-			targetAt[to] = ti
-			b.targets = append(b.targets, to)
 		}
 		for _, alpha := range []bool{false, true} {
 			v := h.env.Msg.Sealed
@@ -510,50 +516,68 @@ func (c *Coordinator) requestSwitches() {
 				v = h.env.Msg.Alpha
 			}
 			for _, ci := range v.Indexes() {
-				ch := v[ci]
-				j, ok := chunkAt[ch] // Restrict shares a sum's chunks between receivers
-				if !ok {
-					j = len(b.chunks)
-					chunkAt[ch] = j
-					b.chunks = append(b.chunks, ch)
+				cj := byChunk[v[ci]]
+				if cj == nil {
+					cj = &chunkJobs{ch: v[ci]}
+					byChunk[v[ci]] = cj
+					order = append(order, cj)
 				}
-				b.jobs = append(b.jobs, switchJob{env: h, alpha: alpha, ci: ci, chunk: j, target: ti, layout: layoutOf(h.env.Msg.Kind)})
+				cj.jobs = append(cj.jobs, switchJob{env: h, alpha: alpha, ci: ci, layout: layoutOf(h.env.Msg.Kind)})
+				cj.to = append(cj.to, h.env.To)
 			}
 		}
 	}
 	ks.fresh = nil
-	if len(b.jobs) == 0 {
+	if len(order) == 0 {
 		c.release()
 		return
 	}
-	msg := Message{Kind: KindSwitch, Round: c.round, Targets: b.targets}
-	for _, to := range b.targets {
-		own, ok := ks.own[to]
-		if !ok {
-			c.fail(fmt.Errorf("threshold keys: no own public key of participant %d to switch its sums to", to))
-			return
+	var b *switchBatch
+	var targetAt map[int]int
+	flush := func() {
+		if b != nil {
+			c.issue(b)
 		}
-		msg.Keys = append(msg.Keys, own)
+		b, targetAt = nil, nil
 	}
-	for _, ch := range b.chunks {
-		bs, err := c.scheme.Marshal(ch)
-		if err != nil {
-			c.fail(fmt.Errorf("threshold keys: switch request: %w", err))
-			return
+	for _, cj := range order {
+		if b != nil && len(b.jobs)+len(cj.jobs) > switchRequestJobs {
+			flush()
 		}
-		msg.Keys = append(msg.Keys, bs)
+		if b == nil {
+			b, targetAt = &switchBatch{}, map[int]int{}
+		}
+		for i, j := range cj.jobs {
+			to := cj.to[i]
+			ti, ok := targetAt[to]
+			if !ok {
+				if _, ok := ks.own[to]; !ok {
+					c.fail(fmt.Errorf("threshold keys: no own public key of participant %d to switch its sums to", to))
+					return
+				}
+				ti = len(b.targets)
+				targetAt[to] = ti
+				b.targets = append(b.targets, to)
+			}
+			j.chunk, j.target = len(b.chunks), ti
+			b.jobs = append(b.jobs, j)
+		}
+		b.chunks = append(b.chunks, cj.ch)
 	}
-	for _, j := range b.jobs {
-		msg.Jobs = append(msg.Jobs, [2]int{j.target, j.chunk})
-		msg.JobAt = append(msg.JobAt, [2]int{j.layout, j.ci})
-	}
-	b.msg = msg
-	c.issue(b)
+	flush()
 }
+
+// switchRequestJobs bounds the jobs of one switch request: its reply is
+// one 131 kB switching share a job, so 64 jobs make replies of about 8 MB
+// and requests of at most 64 chunks (a group's sum to several holders is
+// one chunk), and spread a Step's switching over the committee. A variable
+// only so that tests can make requests small.
+var switchRequestJobs = 64
 
 // issue asks t live committee members for switching shares of batch b,
 // under a new number. Members take turns (the batch number rotates the
-// choice) so that the work spreads.
+// choice) so that the work spreads. Each member gets the own public keys
+// of b's targets that it was not sent on its connection yet.
 func (c *Coordinator) issue(b *switchBatch) {
 	ks := c.keys
 	if !slices.ContainsFunc(b.jobs, func(j switchJob) bool { return !j.env.dropped }) {
@@ -582,6 +606,16 @@ func (c *Coordinator) issue(b *switchBatch) {
 		ks.parked = append(ks.parked, b)
 		return
 	}
+	if b.chunkBytes == nil {
+		for _, ch := range b.chunks {
+			bs, err := c.scheme.Marshal(ch)
+			if err != nil {
+				c.fail(fmt.Errorf("threshold keys: switch request: %w", err))
+				return
+			}
+			b.chunkBytes = append(b.chunkBytes, bs)
+		}
+	}
 	b.id = ks.nextBatch
 	ks.nextBatch++
 	b.active = nil
@@ -590,13 +624,32 @@ func (c *Coordinator) issue(b *switchBatch) {
 	}
 	sort.Ints(b.active)
 	b.shares = map[int][]*threshold.SwitchShare{}
-	b.msg.Batch, b.msg.ActiveSet = b.id, nil
+	msg := Message{Kind: KindSwitch, Round: c.round, Batch: b.id, Targets: b.targets}
 	for _, k := range b.active {
-		b.msg.ActiveSet = append(b.msg.ActiveSet, int(partyID(k)))
+		msg.ActiveSet = append(msg.ActiveSet, int(partyID(k)))
+	}
+	for _, j := range b.jobs {
+		msg.Jobs = append(msg.Jobs, [2]int{j.target, j.chunk})
+		msg.JobAt = append(msg.JobAt, [2]int{j.layout, j.ci})
 	}
 	ks.batches[b.id] = b
 	for _, k := range b.active {
-		c.out = append(c.out, Envelope{To: k, Msg: b.msg})
+		m := msg
+		m.OwnKeys, m.Keys = nil, nil
+		sent := ks.sentOwn[k]
+		if sent == nil {
+			sent = map[int][]byte{}
+			ks.sentOwn[k] = sent
+		}
+		for ti, to := range b.targets {
+			if own := ks.own[to]; !bytes.Equal(sent[to], own) {
+				m.OwnKeys = append(m.OwnKeys, ti)
+				m.Keys = append(m.Keys, own)
+				sent[to] = own
+			}
+		}
+		m.Keys = append(m.Keys, b.chunkBytes...)
+		c.out = append(c.out, Envelope{To: k, Msg: m})
 	}
 }
 

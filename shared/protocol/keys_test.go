@@ -114,7 +114,7 @@ func observeChunks(t *testing.T, f *fed, s seal.Scheme) *[]observedChunk {
 			}
 		}
 		if m.Kind == KindSwitch { // sums under the collective key, to a member
-			for _, b := range m.Keys[len(m.Targets):] {
+			for _, b := range m.Keys[len(m.OwnKeys):] {
 				c, err := s.Unmarshal(b)
 				if err != nil {
 					t.Fatal(err)
@@ -505,5 +505,97 @@ func TestThresholdHungMember(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestThresholdSwitchRequestsSpread: a Step's switching goes in requests
+// of at most switchRequestJobs jobs, each to t members taking turns, so
+// every member of the committee switches; the federation trains bit for bit
+// as with the shared key.
+func TestThresholdSwitchRequestsSpread(t *testing.T) {
+	defer func(n int) { switchRequestJobs = n }(switchRequestJobs)
+	switchRequestJobs = 3
+	cfg := Config{Lambda: 0.05, Inner: 3, Rounds: 3, Seed: 1}
+	sh, thr := keyFeds(t, cfg, 2, 2)
+	asked := map[int]int{}
+	maxJobs := 0
+	thr.mem.Observe = func(toServer bool, k int, m *Message) {
+		if !toServer && m.Kind == KindSwitch {
+			asked[k]++
+			maxJobs = max(maxJobs, len(m.Jobs))
+		}
+	}
+	got := thr.run(t)
+	sameRounds(t, sh.run(t), got)
+	if maxJobs > switchRequestJobs {
+		t.Errorf("a switch request of %d jobs, the bound is %d", maxJobs, switchRequestJobs)
+	}
+	for _, k := range thr.coord.keys.members {
+		if asked[k] == 0 {
+			t.Errorf("committee member %d was asked for no switching shares (requests by member: %v)", k, asked)
+		}
+	}
+}
+
+// TestThresholdOwnKeysOncePerConnection: a member gets each target's own
+// public key once per connection, not with every request; a member that
+// comes back (its party restored) gets them again and switches again, and
+// a federation whose member's cache is missing a key would stop (the
+// participant refuses a request naming the target without its key).
+func TestThresholdOwnKeysOncePerConnection(t *testing.T) {
+	cfg := Config{Lambda: 0.05, Inner: 3, Rounds: 6, Seed: 1, Quorum: 0.5}
+	_, thr := keyFeds(t, cfg, 2, 2)
+	conn := map[int]int{}        // member -> its connection number
+	sent := map[[3]int]int{}     // (member, connection, target) -> own keys sent
+	answered := map[[2]int]int{} // (member, connection) -> switch replies
+	requests, targets := 0, 0
+	thr.mem.Observe = func(toServer bool, k int, m *Message) {
+		switch {
+		case !toServer && m.Kind == KindSwitch:
+			requests++
+			targets += len(m.Targets)
+			for _, ti := range m.OwnKeys {
+				sent[[3]int{k, conn[k], m.Targets[ti]}]++
+			}
+		case toServer && m.Kind == KindSwitchShares:
+			answered[[2]int{k, conn[k]}]++
+		}
+	}
+	var state []byte
+	dropped, back := false, false
+	thr.mem.Hook = func() {
+		switch {
+		case !dropped && thr.coord.Round() == 2:
+			dropped = true
+			var err error
+			if state, err = thr.mem.Participant(0).KeyState(); err != nil {
+				t.Fatal(err)
+			}
+			thr.mem.Drop(0)
+		case dropped && !back && thr.coord.Round() == 4:
+			back = true
+			conn[0]++
+			if err := thr.mem.Join(0); err != nil {
+				t.Fatal(err)
+			}
+			thr.mem.Participant(0).RestoreKeyState(state)
+		}
+	}
+	hist := thr.run(t)
+	if !back || len(hist) != cfg.Rounds+1 || hist[len(hist)-1].Partial {
+		t.Fatalf("back %v, %d rounds recorded", back, len(hist))
+	}
+	total := 0
+	for key, n := range sent {
+		if n != 1 {
+			t.Errorf("member %d, connection %d: participant %d's own key sent %d times", key[0], key[1], key[2], n)
+		}
+		total += n
+	}
+	if answered[[2]int{0, 1}] == 0 {
+		t.Errorf("member 0 switched nothing after it came back (replies by member and connection: %v)", answered)
+	}
+	if total == 0 || total >= targets {
+		t.Errorf("%d own keys sent in %d requests naming %d targets", total, requests, targets)
 	}
 }

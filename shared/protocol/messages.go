@@ -198,11 +198,16 @@ type Message struct {
 	// switch, switch-shares: the request's number; the active set (t
 	// committee members, their party ids ascending); the participants the
 	// chunks go to; per job, the index of its target in Targets and of its
-	// chunk among the chunks in Keys (after the targets' own public keys).
+	// chunk among the chunks in Keys (after the own public keys).
 	Batch     int      `json:",omitempty"`
 	ActiveSet []int    `json:",omitempty"`
 	Targets   []int    `json:",omitempty"`
 	Jobs      [][2]int `json:",omitempty"`
+	// switch: the targets (indexes into Targets) whose own public keys
+	// lead Keys. A member keeps the own keys it got on its connection, so
+	// the coordinator sends a target's own key to a member once, and again
+	// only when it changed (the target came back with a new party).
+	OwnKeys []int `json:",omitempty"`
 	// switch: per job, where its chunk sits: the layout (LayoutSamples,
 	// LayoutGram, LayoutFeatures) and the chunk's index in it. A member
 	// switches a chunk only to a participant entitled to that position
@@ -307,7 +312,7 @@ func (m *Message) WireSize(s seal.Scheme) int {
 	for _, b := range m.Keys {
 		n += 4 + len(b)
 	}
-	n += 8 * (len(m.ActiveSet) + len(m.Targets) + 2*len(m.Jobs) + 2*len(m.JobAt))
+	n += 8 * (len(m.ActiveSet) + len(m.Targets) + len(m.OwnKeys) + 2*len(m.Jobs) + 2*len(m.JobAt))
 	if k := m.KeySetup; k != nil {
 		n += 32 + len(k.Federation) + 8*len(k.Committee)
 	}

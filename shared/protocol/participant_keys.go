@@ -21,6 +21,10 @@ type participantKeys struct {
 	party  *threshold.Party
 	setups []*threshold.SetupShare // the committee's, kept from key-setups for Receive
 	rejoin bool                    // a new party after the key was made: it only seals and opens
+	// own: the own public keys switch requests brought on this
+	// connection, by participant index (a coordinator sends each once,
+	// and again when it changed: Message.OwnKeys).
+	own map[int]*threshold.OwnPublicKey
 }
 
 // minThreshold is the smallest t a participant accepts from a coordinator
@@ -235,27 +239,39 @@ func (p *Participant) onSwitch(m Message) ([]Message, error) {
 	if pk == nil || p.key == nil {
 		return nil, errors.New("participant: switch request without a threshold key")
 	}
-	nt := len(m.Targets)
-	if nt > len(m.Keys) {
-		return nil, fmt.Errorf("participant: switch: %d targets but %d key messages", nt, len(m.Keys))
+	nk := len(m.OwnKeys)
+	if nk > len(m.Keys) {
+		return nil, fmt.Errorf("participant: switch: %d own keys but %d key messages", nk, len(m.Keys))
 	}
-	if err := p.checkEntitled(m, len(m.Keys)-nt); err != nil {
+	if err := p.checkEntitled(m, len(m.Keys)-nk); err != nil {
 		return nil, fmt.Errorf("participant: switch request %d: %w", m.Batch, err)
 	}
-	targets := make([]*threshold.OwnPublicKey, nt)
-	for i, b := range m.Keys[:nt] {
+	if pk.own == nil {
+		pk.own = map[int]*threshold.OwnPublicKey{}
+	}
+	for i, b := range m.Keys[:nk] {
+		ti := m.OwnKeys[i]
+		if ti < 0 || ti >= len(m.Targets) {
+			return nil, fmt.Errorf("participant: switch: own key %d for target %d of %d", i, ti, len(m.Targets))
+		}
 		o, err := pk.fed.UnmarshalOwnPublicKey(b)
 		if err != nil {
-			return nil, fmt.Errorf("participant: switch: target %d: %w", i, err)
+			return nil, fmt.Errorf("participant: switch: own key of target %d: %w", ti, err)
 		}
-		if int(o.ID) != m.Targets[i]+1 {
-			return nil, fmt.Errorf("participant: switch: target %d is participant %d, but its own key is party %d's", i, m.Targets[i], o.ID)
+		if int(o.ID) != m.Targets[ti]+1 {
+			return nil, fmt.Errorf("participant: switch: target %d is participant %d, but its own key is party %d's", ti, m.Targets[ti], o.ID)
 		}
-		targets[i] = o
+		pk.own[m.Targets[ti]] = o
+	}
+	targets := make([]*threshold.OwnPublicKey, len(m.Targets))
+	for i, to := range m.Targets {
+		if targets[i] = pk.own[to]; targets[i] == nil {
+			return nil, fmt.Errorf("participant: switch: no own public key of participant %d (target %d) came on this connection", to, i)
+		}
 	}
 	s := pk.fed.Scheme()
-	chunks := make([]seal.Chunk, len(m.Keys)-nt)
-	for i, b := range m.Keys[nt:] {
+	chunks := make([]seal.Chunk, len(m.Keys)-nk)
+	for i, b := range m.Keys[nk:] {
 		c, err := s.Unmarshal(b)
 		if err != nil {
 			return nil, fmt.Errorf("participant: switch: chunk %d: %w", i, err)
