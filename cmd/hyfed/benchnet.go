@@ -51,6 +51,8 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	window := fs.String("profile", "rounds", "what -cpuprofile and -memprofile cover: rounds (1 to --rounds) or registration")
 	groupSteps := fs.Bool("group-steps", protocol.Defaults().GroupSteps, "block step: the server weighs each sample group's direction and a second one (--group-steps=false: one line search for all)")
 	keys := fs.String("keys", protocol.KeysShared, "who can open a sum: shared (one key from the link) or threshold (a key committee switches every sum to its receiver's own key)")
+	committee := fs.Int("key-committee", protocol.DefaultKeyCommittee, "threshold keys: the committee's size (its members take the switching in turns)")
+	threshold := fs.Int("key-threshold", protocol.DefaultKeyThreshold, "threshold keys: t, the members that switch each sum")
 	memLimit := fs.String("server-memory-limit", "", "the server's soft memory limit, as Go's GOMEMLIMIT (e.g. 900MiB): its garbage collector works harder near it; the participants' process keeps none")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -119,7 +121,9 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *plain {
 		req.Scheme = "plaintext"
 	}
-	req.Keys = *keys // the server refuses an unknown mode, naming it
+	// The server refuses an unknown mode or a committee it cannot use,
+	// naming it.
+	req.Keys, req.KeyCommittee, req.KeyThreshold = *keys, *committee, *threshold
 	var resp server.CreateResponse
 	if err := postJSON(ctx, base+"/api/federations", token, req, &resp); err != nil {
 		return err

@@ -119,3 +119,22 @@ func TestBenchNetFedAvgOrdered(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchNetThresholdCommittee: bench-net runs threshold keys with the
+// committee asked for, and a committee the server cannot use is refused
+// with the server's reason.
+func TestBenchNetThresholdCommittee(t *testing.T) {
+	out, errOut, code := runCLI(t, "bench-net", "--data", "synthetic:400,12", "--partition", "grid:2,2",
+		"--rounds", "2", "--keys", "threshold", "--key-committee", "4", "--key-threshold", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	if !strings.Contains(out, "scheme bgv-threshold") || !strings.Contains(out, "server CPU seconds per round (median):") {
+		t.Errorf("no threshold run in:\n%s", out)
+	}
+	out, errOut, code = runCLI(t, "bench-net", "--data", "synthetic:400,12", "--partition", "grid:2,2",
+		"--rounds", "1", "--keys", "threshold", "--key-committee", "4", "--key-threshold", "1")
+	if code == 0 || !strings.Contains(errOut, "key threshold 1") {
+		t.Errorf("a 1-of-4 key: exit %d, %s\n%s", code, errOut, out)
+	}
+}

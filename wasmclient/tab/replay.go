@@ -7,6 +7,7 @@ import (
 	"encoding/gob"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"log/slog"
 	"time"
 
@@ -25,6 +26,18 @@ type Trace struct {
 	Scheme string
 	Block  []byte   // the block file (LIBSVM)
 	Frames [][]byte // coordinator messages in arrival order, wire-encoded
+	// KeyState is the participant's threshold key state at the end of the
+	// recorded run (threshold keys only). A replay cannot make the
+	// recorded party again (its secrets are random), so it restores this
+	// one as a member back with its share: it is asked into the key as
+	// returning (rejoin) and skips the Shamir shares dealt to it. The
+	// rounds, which a replay times, are the recorded ones: it seals under
+	// the collective key, switches the sums it is asked to and opens what
+	// was switched to its own key.
+	KeyState []byte
+	// PlainHash is ReplayResult.PlainHash of what the participant sent in
+	// the recorded run: a faithful replay computes it again.
+	PlainHash string
 }
 
 // Encode writes the trace with gob.
@@ -53,10 +66,29 @@ type ReplayResult struct {
 	Seconds      float64 `json:"seconds"`
 	SetupSeconds float64 `json:"setup_seconds"`
 	Replies      int     `json:"replies"`
+	// SwitchShares counts the switch requests it answered in the rounds
+	// (a threshold key's committee member switches sums for the others).
+	SwitchShares int `json:"switch_shares"`
 	// PlainHash is a SHA-256 over the plaintext headers of every reply
-	// (ciphertexts are randomized, their contents are not): equal hashes
-	// mean the participant computed the same numbers.
+	// of the rounds (ciphertexts are randomized, their contents are not;
+	// the setup's replies are left out: a threshold key's setup is
+	// replayed as a return): equal hashes mean the participant computed the
+	// same numbers.
 	PlainHash string `json:"plain_hash"`
+}
+
+// hashReply adds a reply's plaintext header to the hash of the rounds.
+func hashReply(h hash.Hash, s seal.Scheme, r protocol.Message) error {
+	if r.Round == 0 {
+		return nil
+	}
+	enc, err := protocol.EncodeMessage(s, r)
+	if err != nil {
+		return err
+	}
+	hdr, _, _ := protocol.FrameParts(enc)
+	h.Write(enc[:hdr])
+	return nil
 }
 
 // Replay runs a fresh participant through the trace.
@@ -69,13 +101,18 @@ func Replay(t *Trace) (*ReplayResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, err := seal.NewKeyFor(scheme, t.Secret.Derive(seal.KeyPurpose))
-	if err != nil {
-		return nil, err
+	var key seal.Key // with threshold keys the key setup gives it
+	if t.KeyState == nil {
+		if key, err = seal.NewKeyFor(scheme, t.Secret.Derive(seal.KeyPurpose)); err != nil {
+			return nil, err
+		}
 	}
 	p, err := protocol.NewParticipant(b, t.Secret, key)
 	if err != nil {
 		return nil, err
+	}
+	if t.KeyState != nil {
+		p.RestoreKeyState(t.KeyState)
 	}
 	p.Hello()
 	h := sha256.New()
@@ -87,6 +124,16 @@ func Replay(t *Trace) (*ReplayResult, error) {
 		m, err := protocol.DecodeMessage(scheme, f, protocol.DefaultLimits)
 		if err != nil {
 			return nil, fmt.Errorf("trace frame %d: %w", i, err)
+		}
+		if t.KeyState != nil {
+			switch m.Kind {
+			case protocol.KindKeySetup:
+				ks := *m.KeySetup
+				ks.Rejoin = true
+				m.KeySetup = &ks
+			case protocol.KindKeyShares:
+				continue // a restored member has its share
+			}
 		}
 		if !setupDone && m.Round > 0 {
 			res.SetupSeconds = time.Since(start).Seconds()
@@ -101,13 +148,13 @@ func Replay(t *Trace) (*ReplayResult, error) {
 			return nil, fmt.Errorf("trace frame %d (%s, round %d): %w", i, m.Kind, m.Round, err)
 		}
 		for _, r := range replies {
-			enc, err := protocol.EncodeMessage(scheme, r)
-			if err != nil {
+			if err := hashReply(h, scheme, r); err != nil {
 				return nil, err
 			}
-			hdr, _, _ := protocol.FrameParts(enc)
-			h.Write(enc[:hdr])
 			res.Replies++
+			if r.Kind == protocol.KindSwitchShares && r.Round > 0 {
+				res.SwitchShares++
+			}
 		}
 	}
 	res.Seconds = time.Since(start).Seconds()
@@ -116,7 +163,7 @@ func Replay(t *Trace) (*ReplayResult, error) {
 }
 
 // Record runs an in-process federation over blocks and returns the trace
-// of client k.
+// of client k. With cfg.Keys threshold the scheme must be bgv-threshold.
 func Record(blocks []partition.Block, k int, sec secret.Secret, cfg protocol.Config, schemeName string) (*Trace, error) {
 	scheme, err := seal.ByName(schemeName)
 	if err != nil {
@@ -126,11 +173,15 @@ func Record(blocks []partition.Block, k int, sec secret.Secret, cfg protocol.Con
 	if err != nil {
 		return nil, err
 	}
+	threshold := cfg.Keys == protocol.KeysThreshold
 	mem, err := protocol.NewMemory(len(blocks), func(i int) (*protocol.Participant, error) {
 		// A key per participant: keys are not safe for concurrent use.
-		key, err := seal.NewKeyFor(scheme, sec.Derive(seal.KeyPurpose))
-		if err != nil {
-			return nil, err
+		// With threshold keys the key setup gives each its key.
+		var key seal.Key
+		if !threshold {
+			if key, err = seal.NewKeyFor(scheme, sec.Derive(seal.KeyPurpose)); err != nil {
+				return nil, err
+			}
 		}
 		return protocol.NewParticipant(&blocks[i], sec, key)
 	})
@@ -139,8 +190,13 @@ func Record(blocks []partition.Block, k int, sec secret.Secret, cfg protocol.Con
 	}
 	t := &Trace{Secret: sec, Scheme: schemeName}
 	var encErr error
+	sent := sha256.New()
 	mem.Observe = func(toServer bool, client int, m *protocol.Message) {
-		if toServer || client != k || encErr != nil {
+		if client != k || encErr != nil {
+			return
+		}
+		if toServer {
+			encErr = hashReply(sent, scheme, *m)
 			return
 		}
 		f, err := protocol.EncodeMessage(scheme, *m)
@@ -155,6 +211,12 @@ func Record(blocks []partition.Block, k int, sec secret.Secret, cfg protocol.Con
 	}
 	if encErr != nil {
 		return nil, fmt.Errorf("record: %w", encErr)
+	}
+	t.PlainHash = hex.EncodeToString(sent.Sum(nil))
+	if threshold {
+		if t.KeyState, err = mem.Participant(k).KeyState(); err != nil {
+			return nil, fmt.Errorf("record: %w", err)
+		}
 	}
 	var buf bytes.Buffer
 	if err := partition.WriteLIBSVM(&buf, &blocks[k]); err != nil {

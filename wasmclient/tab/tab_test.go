@@ -223,42 +223,55 @@ func TestRunWrongSecret(t *testing.T) {
 	}
 }
 
-// Replaying a recorded trace computes the same plaintext replies every
-// time (the browser's replay is compared with the native one by this hash).
-func TestReplayIsDeterministic(t *testing.T) {
+// Replaying a recorded trace computes the plaintext replies the recorded
+// participant sent, every time (the browser's replay is compared with the
+// native one by this hash): with the shared key, and with threshold keys
+// for a committee member, whose replay switches sums as in the run.
+func TestReplayIsFaithful(t *testing.T) {
 	bs := blocks(t)
 	sec, _ := secret.New()
 	cfg := protocol.Config{Lambda: 1e-2, Loss: "hinge", Step: "hyfed", Search: "primal", Estimate: "meanfield", Gamma: 1, Inner: 40, Rounds: 3, Fraction: 1, Clients: len(bs), Seed: 1}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := Record(bs, 2, sec, cfg, "bgv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := tr.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr2, err := DecodeTrace(enc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := Replay(tr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Replay(tr2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Rounds != 3 || a.Replies == 0 || a.PlainHash != b.PlainHash {
-		t.Fatalf("replays %+v and %+v", a, b)
-	}
-	// Another block gives other replies: the hash tells them apart.
-	tr2.Block = blockFile(t, &bs[3], false)
-	if c, err := Replay(tr2); err == nil && c.PlainHash == a.PlainHash {
-		t.Fatal("a replay with another block has the same hash")
+	thr := cfg
+	thr.Keys, thr.KeyCommittee, thr.KeyThreshold = protocol.KeysThreshold, 3, 2
+	var enc []byte
+	for _, tc := range []struct {
+		name, scheme string
+		cfg          protocol.Config
+		client       int
+	}{{"shared key", "bgv", cfg, 2}, {"threshold keys, a member", "bgv-threshold", thr, 0}} {
+		if err := tc.cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := Record(bs, tc.client, sec, tc.cfg, tc.scheme)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if enc, err = tr.Encode(); err != nil {
+			t.Fatal(err)
+		}
+		tr2, err := DecodeTrace(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := Replay(tr)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		b, err := Replay(tr2)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if a.Rounds != 3 || a.Replies == 0 || a.PlainHash != b.PlainHash || a.PlainHash != tr.PlainHash {
+			t.Fatalf("%s: replays %+v and %+v, the recorded participant's hash %s", tc.name, a, b, tr.PlainHash)
+		}
+		if member := tc.cfg.Keys == protocol.KeysThreshold; member != (a.SwitchShares > 0) {
+			t.Fatalf("%s: the replay answered %d switch requests", tc.name, a.SwitchShares)
+		}
+		// Another block gives other replies: the hash tells them apart.
+		tr2.Block = blockFile(t, &bs[3], false)
+		if c, err := Replay(tr2); err == nil && c.PlainHash == a.PlainHash {
+			t.Fatalf("%s: a replay with another block has the same hash", tc.name)
+		}
 	}
 	if _, err := DecodeTrace(enc[:len(enc)/2]); err == nil {
 		t.Fatal("a truncated trace decoded")
