@@ -147,9 +147,23 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if clk.window == "registration" {
 		clk.signal(syscall.SIGUSR1)
 	}
+	// Lost connections are counted: a participant that reconnects makes a
+	// round (or a threshold key's setup, which starts again) slower.
+	var lost struct {
+		sync.Mutex
+		n     int
+		first string
+	}
 	o := session.Options{Dial: session.WebSocket(256 << 20), RetryFor: time.Minute,
 		OnWelcome: func(string, string) { clk.welcome(len(blocks)) },
-		OnMessage: clk.see, Unordered: !*ordered}
+		OnMessage: clk.see, Unordered: !*ordered,
+		OnRetry: func(err error, _ time.Duration) {
+			lost.Lock()
+			defer lost.Unlock()
+			if lost.n++; lost.n == 1 {
+				lost.first = fmt.Sprintf(" (the first at %.1fs: %v)", time.Since(clk.start.At).Seconds(), err)
+			}
+		}}
 	if _, err := session.RunMany(ctx, l, blocks, o); err != nil {
 		return err
 	}
@@ -187,6 +201,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintf(stdout, "registration (%s) %.1fs, setup + round 0 + %d rounds %.1fs in all\n",
 		how, clk.registered.At.Sub(clk.start.At).Seconds(), *rounds, clk.end.At.Sub(clk.registered.At).Seconds())
+	fmt.Fprintf(stdout, "connections lost and made again by the participants: %d%s\n", lost.n, lost.first)
 	secs := med(func(r protocol.RoundMetrics) float64 {
 		s := 0.0
 		for _, v := range r.Seconds {

@@ -47,7 +47,8 @@ func TestBenchNetServerCosts(t *testing.T) {
 	t.Log(out)
 	// The lines hyfed bench-net printed before these fields: still there.
 	for _, l := range []string{"participants 4  scheme bgv", "seconds per round (median of rounds 1-3):", "  step ",
-		"bytes per round (median, estimated per message):", "server peak memory (VmHWM):"} {
+		"bytes per round (median, estimated per message):", "server peak memory (VmHWM):",
+		"connections lost and made again by the participants: 0\n"} {
 		if !strings.Contains(out, l) {
 			t.Errorf("no %q in the output", l)
 		}
