@@ -1,7 +1,10 @@
 package protocol
 
 import (
+	"bytes"
 	"math"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/hyfed/hyfed/shared/seal"
@@ -141,4 +144,145 @@ func bestRound(h []RoundMetrics) int {
 		}
 	}
 	return best
+}
+
+// roundCheckpoints runs a small federation with checkpoints and returns
+// them encoded, one per round boundary.
+func roundCheckpoints(t testing.TB, cfg Config, groups, q int) []*Checkpoint {
+	t.Helper()
+	f := newFedScheme(t, gridBlocks(testData(120, 6, 4), groups, q), cfg, seal.Plaintext{Len: 64})
+	f.coord.EnableCheckpoints()
+	var cps []*Checkpoint
+	f.mem.OnReady = func(r Ready) {
+		if r.Checkpoint != nil {
+			cps = append(cps, r.Checkpoint.Encode())
+		}
+	}
+	f.run(t)
+	return cps
+}
+
+// TestRoundVersions: a round part keeps its sealed vectors after the gob
+// (version 2), decodes to what was captured, restores, and this build still
+// restores the same state written the earlier way (version 1: the vectors
+// inside the gob); cut or padded tails are refused.
+func TestRoundVersions(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"block":            {Lambda: 1e-2, Inner: 10, Rounds: 2, Seed: 1},
+		"sealed primal":    {Lambda: 1e-2, Inner: 10, Rounds: 2, Seed: 1, Step: StepPaper, SealPrimal: true},
+		"fedhybrid shares": {Lambda: 1e-2, Inner: 1, Rounds: 2, Seed: 1, Algo: "fedhybrid", Loss: "logistic", Mu: 0.1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			q := 2
+			if cfg.Algo != "" {
+				q = 1 // fedhybrid: a horizontal partition
+			}
+			cps := roundCheckpoints(t, cfg, 2, q)
+			cp := cps[len(cps)-1]
+			rs, err := decodeRound(cp.RoundData)
+			if err != nil || rs.Version != roundVersion || len(rs.Alpha) == 0 {
+				t.Fatalf("version %d, %d bytes of dual values: %v", rs.Version, len(rs.Alpha), err)
+			}
+			shares := slices.ContainsFunc(rs.SealedW, func(b []byte) bool { return len(b) > 0 })
+			if name != "block" && !shares {
+				t.Fatal("no sealed share of w in the checkpoint: the case tests nothing")
+			}
+			v1 := rs
+			v1.Version = 1
+			old := encodeGob(v1)
+			a, err := Restore(seal.Plaintext{Len: 64}, cp.Setup, cp.RoundData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := Restore(seal.Plaintext{Len: 64}, cp.Setup, old)
+			if err != nil {
+				t.Fatalf("version 1: %v", err)
+			}
+			// What each restored coordinator would save again (gob encodes
+			// the history's maps in any order: compared decoded).
+			ra, err := decodeRound(a.checkpoint().Encode().RoundData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rb, err := decodeRound(b.checkpoint().Encode().RoundData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The history travels in the gob either way; its NaNs (a
+			// baseline's dual) are unequal to themselves.
+			if len(ra.History) != len(rb.History) || len(ra.History) != len(rs.History) {
+				t.Fatalf("histories of %d and %d rounds, saved %d", len(ra.History), len(rb.History), len(rs.History))
+			}
+			ra.History, rb.History = nil, nil
+			if !reflect.DeepEqual(ra, rb) {
+				t.Fatal("the state restored from version 1 differs from that restored from version 2")
+			}
+			if !bytes.Equal(rb.Alpha, rs.Alpha) {
+				t.Fatal("the restored dual values are not those saved")
+			}
+			// A dual rule keeps the sealed shares of w across a restart
+			// (fedhybrid's participants send theirs again).
+			if name == "sealed primal" && !slices.EqualFunc(rb.SealedW, rs.SealedW, bytes.Equal) {
+				t.Fatal("the restored sealed shares of w are not those saved")
+			}
+			for what, round := range map[string][]byte{
+				"cut":      cp.RoundData[:len(cp.RoundData)-1],
+				"padded":   append(slices.Clone(cp.RoundData), 0),
+				"too long": append(cp.RoundData[:len(cp.RoundData)-len(rs.Alpha)-3:len(cp.RoundData)-len(rs.Alpha)-3], 0xff, 0xff, 0xff, 0x7f),
+			} {
+				if _, err := Restore(seal.Plaintext{Len: 64}, cp.Setup, round); err == nil {
+					t.Errorf("a %s round part restored", what)
+				}
+			}
+		})
+	}
+}
+
+// FuzzDecodeRound: a round part read from the disk never panics the
+// decoder, and what it returns lies within what it read.
+func FuzzDecodeRound(f *testing.F) {
+	for _, cp := range roundCheckpoints(f, Config{Lambda: 1e-2, Inner: 10, Rounds: 1, Seed: 1}, 2, 2) {
+		f.Add(cp.RoundData)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rs, err := decodeRound(b)
+		if err != nil || rs.Version != roundVersion {
+			return
+		}
+		n := len(rs.Alpha)
+		for _, v := range rs.SealedW {
+			n += len(v)
+		}
+		if n > len(b) {
+			t.Fatalf("%d bytes of sealed vectors from a round part of %d", n, len(b))
+		}
+	})
+}
+
+// BenchmarkCheckpointEncode encodes a round part whose dual values fill
+// 1,250 chunks of 4,096 plaintext values (as 5,000 participants in
+// quadrants:1250 do) and reports the bytes allocated per byte written
+// (1 means one buffer of the checkpoint's size).
+//
+//	go test ./shared/protocol -run '^$' -bench CheckpointEncode -benchmem
+func BenchmarkCheckpointEncode(b *testing.B) {
+	s := seal.Plaintext{Len: 4096}
+	key, err := seal.NewKeyFor(s, [32]byte{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := seal.Vec{}
+	vals := make([]float64, s.Len)
+	for i := range 1250 {
+		if v[i], err = key.Seal(vals); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var written int
+	b.ReportAllocs()
+	for b.Loop() {
+		cp := (&Checkpoint{capture: &roundCapture{scheme: s, alpha: v, rs: roundState{Version: roundVersion}}}).Encode()
+		written = len(cp.RoundData)
+	}
+	b.ReportMetric(float64(written)/1e6, "MB-written")
 }

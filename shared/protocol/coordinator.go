@@ -86,6 +86,8 @@ type group struct {
 	key     string
 	train   int
 	chunks  int // in the sample layout
+	start   int // its first slot (a chunk boundary)
+	size    int // its samples, in slots start..start+size-1; the rest of its chunks pad
 }
 
 type phaseState struct {
@@ -118,9 +120,7 @@ type Coordinator struct {
 	numTrain    int
 	numSlots    int
 	groups      []group
-	holders     []int // per slot: |B_n|
-	slotGroup   []int // per slot: its sample group
-	heldout     []bool
+	chunkGroup  []int // per chunk of the sample layout: its sample group
 
 	alpha      seal.Vec  // enc(a)
 	norms      seal.Vec  // enc(q)
@@ -545,7 +545,7 @@ func (c *Coordinator) align() error {
 			s.holders = append(s.holders, k)
 		}
 	}
-	c.groups, c.holders, c.slotGroup, c.heldout, c.numTrain = nil, nil, nil, nil, 0
+	c.groups, c.chunkGroup, c.numTrain = nil, nil, 0
 	groupOf := map[string]int{}
 	type gs struct {
 		key     string
@@ -576,27 +576,25 @@ func (c *Coordinator) align() error {
 	}
 	starts, total := seal.PadLayout(c.scheme.ChunkLen(), sizes)
 	c.numSlots = total
-	c.holders = make([]int, total)
-	c.slotGroup = make([]int, total)
-	c.heldout = make([]bool, total)
-	for i := range c.slotGroup {
-		c.slotGroup[i] = -1
-	}
+	// Per chunk, not per slot: at 5,000 participants the layout has 5
+	// million slots, most of them padding.
+	c.chunkGroup = make([]int, total/c.scheme.ChunkLen())
 	slotOf := map[string]int{}
 	c.groups = make([]group, len(gl))
 	groupIdx := map[string]int{}
 	for gi, g := range gl {
-		c.groups[gi] = group{holders: g.holders, key: g.key, chunks: (total - starts[gi]) / c.scheme.ChunkLen()}
+		c.groups[gi] = group{holders: g.holders, key: g.key, chunks: (total - starts[gi]) / c.scheme.ChunkLen(),
+			start: starts[gi], size: len(g.members)}
 		if gi+1 < len(gl) {
 			c.groups[gi].chunks = (starts[gi+1] - starts[gi]) / c.scheme.ChunkLen()
+		}
+		for j := range c.groups[gi].chunks {
+			c.chunkGroup[starts[gi]/c.scheme.ChunkLen()+j] = gi
 		}
 		for j, p := range g.members {
 			sl := starts[gi] + j
 			slotOf[p] = sl
 			groupIdx[p] = gi
-			c.holders[sl] = len(g.holders)
-			c.slotGroup[sl] = gi
-			c.heldout[sl] = byPseud[p].heldout
 			if !byPseud[p].heldout {
 				c.numTrain++
 				c.groups[gi].train++
@@ -647,14 +645,28 @@ func (c *Coordinator) align() error {
 	return nil
 }
 
+// slotGroup returns the sample group of a slot of the sample layout, -1
+// for a padding slot.
+func (c *Coordinator) slotGroup(sl int) int {
+	if sl < 0 || sl >= c.numSlots {
+		return -1
+	}
+	gi := c.chunkGroup[sl/c.scheme.ChunkLen()]
+	if g := c.groups[gi]; sl-g.start >= g.size {
+		return -1
+	}
+	return gi
+}
+
 func (c *Coordinator) setupFor(k int) *Setup {
 	cs := c.clients[k]
 	n := len(cs.slots)
 	s := &Setup{Slots: cs.slots, NumTrain: c.numTrain, Config: c.cfg,
 		Group: make([]int, n), Holders: make([]int, n)}
 	for i, sl := range cs.slots {
-		s.Group[i] = cs.localGroup[c.slotGroup[sl]]
-		s.Holders[i] = c.holders[sl]
+		g := c.slotGroup(sl)
+		s.Group[i] = cs.localGroup[g]
+		s.Holders[i] = len(c.groups[g].holders)
 	}
 	for _, g := range cs.groups {
 		s.GroupKeys = append(s.GroupKeys, c.groups[g].key)
@@ -1188,10 +1200,8 @@ func (c *Coordinator) Held() Held {
 		}
 		sort.Ints(h.Clients[k].Chunks)
 	}
-	for _, g := range c.slotGroup {
-		if g >= 0 { // padding slots have no group
-			h.Samples++
-		}
+	for _, g := range c.groups {
+		h.Samples += g.size // padding slots have no group
 	}
 	return h
 }

@@ -92,7 +92,7 @@ func TestThresholdSwitchEntitlement(t *testing.T) {
 	if j < 0 {
 		t.Fatalf("no sample-layout job in %v", req.JobAt)
 	}
-	gi := c.slotGroup[req.JobAt[j][1]*c.scheme.ChunkLen()]
+	gi := c.slotGroup(req.JobAt[j][1] * c.scheme.ChunkLen())
 	holder := req.Targets[req.Jobs[j][0]]
 	colluder := -1
 	for k := range c.clients {
@@ -196,7 +196,7 @@ func TestThresholdSwitchEntitlement(t *testing.T) {
 	// The setup's layout: a member checks its own groups in it.
 	bad := *setup
 	bad.Layout = slices.Clone(setup.Layout)
-	own := c.slotGroup[setup.Slots[0]]
+	own := c.slotGroup(setup.Slots[0])
 	bad.Layout[own].Holders = slices.DeleteFunc(slices.Clone(bad.Layout[own].Holders), func(h int) bool { return h == 0 })
 	if _, err := f.mem.Participant(0).Handle(Message{Kind: KindSetup, Setup: &bad}); err == nil || !strings.Contains(err.Error(), "whose holders are") {
 		t.Errorf("a layout without the member in its group: %v", err)

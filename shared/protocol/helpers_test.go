@@ -107,7 +107,7 @@ func newFed(t *testing.T, blocks []partition.Block, cfg Config) *fed {
 // testSecret is the federation secret of the test federations.
 var testSecret = secret.FromSeed(7)
 
-func newFedScheme(t *testing.T, blocks []partition.Block, cfg Config, scheme seal.Scheme) *fed {
+func newFedScheme(t testing.TB, blocks []partition.Block, cfg Config, scheme seal.Scheme) *fed {
 	t.Helper()
 	cfg.Clients = len(blocks)
 	c, err := NewCoordinator(cfg, scheme)
@@ -130,7 +130,7 @@ func newFedScheme(t *testing.T, blocks []partition.Block, cfg Config, scheme sea
 	return &fed{coord: c, mem: mem}
 }
 
-func (f *fed) run(t *testing.T) []RoundMetrics {
+func (f *fed) run(t testing.TB) []RoundMetrics {
 	t.Helper()
 	if err := Serve(context.Background(), f.coord, f.mem, nil); err != nil {
 		t.Fatal(err)

@@ -319,8 +319,7 @@ func (c *Coordinator) hyfedStep() {
 // group, the round's direction d, goes back to the group's holders.
 func (c *Coordinator) deltasIn(p *phaseState) {
 	// A chunk holds one group's samples.
-	cl := c.scheme.ChunkLen()
-	targets, d, ok := c.sumUpdating(p, func(ci int) int { return c.slotGroup[ci*cl] })
+	targets, d, ok := c.sumUpdating(p, func(ci int) int { return c.chunkGroup[ci] })
 	if !ok {
 		return
 	}
