@@ -134,7 +134,8 @@ func (c *conn) writeLoop() {
 			}
 			for i := range batch {
 				m := &batch[i]
-				frame, err := protocol.EncodeMessage(c.f.scheme, *m)
+				buf := frameBuffers.Get().(*[]byte)
+				frame, err := protocol.AppendMessage((*buf)[:0], c.f.scheme, *m)
 				if err != nil {
 					c.f.log.Error("cannot encode a message", "client", c.client, "kind", m.Kind, "error", err)
 					return
@@ -144,10 +145,16 @@ func (c *conn) writeLoop() {
 					c.f.observeWrite(c.client, frame, m)
 				}
 				c.ws.SetWriteDeadline(time.Now().Add(writeWait))
-				if err := c.ws.WriteMessage(websocket.BinaryMessage, frame); err != nil {
+				err = c.ws.WriteMessage(websocket.BinaryMessage, frame) // copies the frame out
+				size := len(frame)
+				if len(c.f.observers) == 0 && cap(frame) <= maxPooledFrame { // observers may keep it
+					*buf = frame
+					frameBuffers.Put(buf)
+				}
+				if err != nil {
 					return
 				}
-				c.f.wireOut.Add(int64(len(frame)))
+				c.f.wireOut.Add(int64(size))
 				if m.Close {
 					code := websocket.ClosePolicyViolation
 					if m.Code == protocol.CodeDeadline || m.Code == protocol.CodeReplaced || m.Code == protocol.CodeStopped || m.Code == protocol.CodeFinished {
@@ -285,6 +292,13 @@ func (c *conn) read() (m protocol.Message, size int, derr, err error) {
 
 // readBuffers hold frames while they are decoded.
 var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// frameBuffers hold frames while they are written: at 5,000 participants a
+// fresh buffer per frame was a third of the server's allocation
+// (docs/scale.md). Frames past maxPooledFrame are left to the collector.
+var frameBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledFrame = 16 << 20
 
 // decode decodes a frame read into a pooled buffer, b, and shows it to the
 // observers, which get their own copy (they may keep it).

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/hyfed/hyfed/shared/seal"
 )
@@ -38,6 +39,13 @@ var DefaultLimits = Limits{MaxBytes: 256 << 20, MaxChunks: 1 << 16}
 // (frames without them are those of a shared-key federation, unchanged).
 // JSON cannot carry NaN or infinities, so encoding refuses them.
 func EncodeMessage(s seal.Scheme, m Message) ([]byte, error) {
+	return AppendMessage(nil, s, m)
+}
+
+// AppendMessage appends the frame of m (EncodeMessage's) to dst, growing
+// it once, so that a sender may reuse its buffers (the server's writers
+// draw them from a pool).
+func AppendMessage(dst []byte, s seal.Scheme, m Message) ([]byte, error) {
 	hdr, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("wire: %s message: %w", m.Kind, err)
@@ -58,7 +66,7 @@ func EncodeMessage(s seal.Scheme, m Message) ([]byte, error) {
 	}
 	// One buffer of the frame's size: the ciphertexts are copied into it
 	// once (the server encodes every message it sends).
-	out := make([]byte, 0, size)
+	out := slices.Grow(dst, size)
 	out = append(out, 'h', 'm', WireVersion)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(hdr)))
 	out = append(out, hdr...)
