@@ -49,6 +49,29 @@ func TestWireRoundTrip(t *testing.T) {
 	}
 }
 
+// TestAppendMessage: a frame appended to a buffer in use (the server's
+// pooled ones) is EncodeMessage's frame after what the buffer held, and
+// reusing the buffer for a smaller frame leaves no trace of the larger.
+func TestAppendMessage(t *testing.T) {
+	s, m := wireSample(t)
+	want, err := EncodeMessage(s, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := AppendMessage([]byte("prefix"), s, m)
+	if err != nil || !bytes.Equal(got, append([]byte("prefix"), want...)) {
+		t.Fatalf("appended after a prefix: %d bytes, %v", len(got), err)
+	}
+	small := Message{Kind: KindDone, Round: 3}
+	again, err := AppendMessage(got[:0], s, small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := DecodeMessage(s, again, DefaultLimits); err != nil || d.Kind != KindDone || d.Round != 3 || d.Sealed != nil {
+		t.Fatalf("the reused buffer decodes to %+v, %v", d, err)
+	}
+}
+
 func TestWireRefuses(t *testing.T) {
 	s, m := wireSample(t)
 	good, _ := EncodeMessage(s, m)
