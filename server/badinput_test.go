@@ -109,7 +109,7 @@ func header(js string) []byte {
 	f := []byte{'h', 'm', protocol.WireVersion}
 	f = append(f, byte(len(js)), byte(len(js)>>8), 0, 0)
 	f = append(f, js...)
-	return append(f, 0, 0, 0, 0, 0, 0, 0, 0)
+	return append(f, make([]byte, 24)...) // empty sealed and per-feature vectors: six lengths
 }
 
 // TestBadMessagesChangeNothing: one participant's connection also carries

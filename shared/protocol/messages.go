@@ -145,17 +145,17 @@ type Message struct {
 
 	// weights; opened: the aggregate on every feature
 	Gamma   float64
-	Applied bool // the round's direction was applied with Gamma
-	Full    bool // weights: recompute and send every inner product
-	W       []float64
+	Applied bool      // the round's direction was applied with Gamma
+	Full    bool      // weights: recompute and send every inner product
+	W       []float64 `json:"-"` // on the wire in binary (floatFields)
 	// ip: candidate steps to price (nil: the values are x_n.w themselves)
 	Grid []float64
 
 	// primal, dir-part (empty under SealPrimal: Sealed then holds them per
 	// feature, divided by lambda N, that is the client's share of w and of
 	// the round's primal direction u)
-	HatW  []float64 // on the client's features, unscaled sum_n a_n x_{k,n}
-	DW    []float64 // on the client's features, unscaled sum_n d_n x_{k,n}
+	HatW  []float64 `json:"-"` // on the client's features, unscaled sum_n a_n x_{k,n}
+	DW    []float64 `json:"-"` // on the client's features, unscaled sum_n d_n x_{k,n}
 	DConj float64   // sum over labelled training samples of the conjugate change
 	// dir-part under the block step, over the groups the client reports:
 	// the largest step that keeps every picked dual value feasible (0: no
@@ -163,7 +163,7 @@ type Message struct {
 	GammaMax float64 `json:",omitempty"`
 	// dir-part under GroupSteps: the second (centered) direction's DW,
 	// DConj and GammaMax.
-	DWCentered       []float64 `json:",omitempty"`
+	DWCentered       []float64 `json:"-"`
 	DConjCentered    float64   `json:",omitempty"`
 	GammaMaxCentered float64   `json:",omitempty"`
 

@@ -6,13 +6,29 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
-// WireVersion is the version of the message envelope.
-const WireVersion = 1
+// WireVersion is the version of the message envelope: 2 carries the
+// per-feature vectors in binary (floatFields), 1 had them in the JSON.
+const WireVersion = 2
+
+// floatFields are the message's per-feature vectors, which travel as
+// float64 bits after the sealed vectors rather than in the JSON header:
+// parsing and printing them as text was most of the JSON's cost, a sixth of
+// the server's CPU at 5,000 participants (docs/scale.md).
+func floatFields(m *Message) [4]struct {
+	name string
+	v    *[]float64
+} {
+	return [4]struct {
+		name string
+		v    *[]float64
+	}{{"W", &m.W}, {"HatW", &m.HatW}, {"DW", &m.DW}, {"DWCentered", &m.DWCentered}}
+}
 
 // Limits bound what DecodeMessage accepts.
 type Limits struct {
@@ -30,6 +46,7 @@ var DefaultLimits = Limits{MaxBytes: 256 << 20, MaxChunks: 1 << 16}
 //
 //	"hm" version header-length(uint32) header(JSON of the plaintext fields)
 //	sealed-length(uint32) sealed-vector alpha-length(uint32) alpha-vector
+//	then for W, HatW, DW, DWCentered: length(uint32) float64s (little endian)
 //
 // with the sealed vectors in seal.MarshalVec's format (empty when absent),
 // then, only when Keys holds messages of the threshold key layer,
@@ -37,7 +54,8 @@ var DefaultLimits = Limits{MaxBytes: 256 << 20, MaxChunks: 1 << 16}
 //	keys-count(uint32) then per message its length(uint32) and bytes
 //
 // (frames without them are those of a shared-key federation, unchanged).
-// JSON cannot carry NaN or infinities, so encoding refuses them.
+// JSON cannot carry NaN or infinities, so encoding refuses them (in the
+// per-feature vectors as well).
 func EncodeMessage(s seal.Scheme, m Message) ([]byte, error) {
 	return AppendMessage(nil, s, m)
 }
@@ -57,6 +75,13 @@ func AppendMessage(dst []byte, s seal.Scheme, m Message) ([]byte, error) {
 		if v != nil {
 			size += seal.VecSize(s, v)
 		}
+	}
+	fields := floatFields(&m)
+	for _, f := range fields {
+		if !finiteAll(*f.v) {
+			return nil, fmt.Errorf("wire: %s message: %s holds a NaN or an infinity", m.Kind, f.name)
+		}
+		size += 4 + 8*len(*f.v)
 	}
 	if len(m.Keys) > 0 {
 		size += 4
@@ -80,6 +105,12 @@ func AppendMessage(dst []byte, s seal.Scheme, m Message) ([]byte, error) {
 		}
 		binary.LittleEndian.PutUint32(out[at:], uint32(len(out)-at-4))
 	}
+	for _, f := range fields {
+		out = binary.LittleEndian.AppendUint32(out, uint32(8*len(*f.v)))
+		for _, x := range *f.v {
+			out = binary.LittleEndian.AppendUint64(out, math.Float64bits(x))
+		}
+	}
 	if len(m.Keys) > 0 {
 		out = binary.LittleEndian.AppendUint32(out, uint32(len(m.Keys)))
 		for _, k := range m.Keys {
@@ -95,18 +126,64 @@ func AppendMessage(dst []byte, s seal.Scheme, m Message) ([]byte, error) {
 const MaxKeys = 1 << 16
 
 // FrameParts splits the size of a frame of EncodeMessage into its
-// plaintext header (kind, round, plaintext numbers as JSON) and its sealed
-// vectors (ciphertexts under a sealing scheme). It reads only the lengths;
-// ok is false if they do not fit the frame.
-func FrameParts(frame []byte) (header, sealed int, ok bool) {
+// plaintext (the JSON header of kind, round and plaintext numbers, and the
+// per-feature vectors) and the rest (ciphertexts under a sealing scheme, and
+// the key layer's messages). It reads only the lengths; ok is false if they
+// do not fit the frame.
+func FrameParts(frame []byte) (plain, sealed int, ok bool) {
+	hdr, floats, ok := frameSections(frame)
+	if !ok {
+		return 0, 0, false
+	}
+	plain = hdr + floats[1] - floats[0]
+	return plain, len(frame) - plain, true
+}
+
+// FramePlain returns the plaintext parts of a frame (FrameParts), in their
+// order, in a new slice.
+func FramePlain(frame []byte) ([]byte, bool) {
+	hdr, floats, ok := frameSections(frame)
+	if !ok {
+		return nil, false
+	}
+	return append(append([]byte(nil), frame[:hdr]...), frame[floats[0]:floats[1]]...), true
+}
+
+// frameSections returns where a frame's JSON header ends and where its
+// per-feature vectors lie, from the lengths alone.
+func frameSections(frame []byte) (hdr int, floats [2]int, ok bool) {
 	if len(frame) < 7 || frame[0] != 'h' || frame[1] != 'm' {
-		return 0, 0, false
+		return 0, floats, false
 	}
-	h := int(binary.LittleEndian.Uint32(frame[3:7]))
-	if h > len(frame)-7 {
-		return 0, 0, false
+	at := 3
+	skip := func() bool {
+		if len(frame)-at < 4 {
+			return false
+		}
+		n := int(binary.LittleEndian.Uint32(frame[at:]))
+		if n > len(frame)-at-4 {
+			return false
+		}
+		at += 4 + n
+		return true
 	}
-	return 7 + h, len(frame) - 7 - h, true
+	if !skip() {
+		return 0, floats, false
+	}
+	hdr = at
+	for range 2 { // the sealed vectors
+		if !skip() {
+			return 0, floats, false
+		}
+	}
+	floats[0] = at
+	for range len(floatFields(&Message{})) {
+		if !skip() {
+			return 0, floats, false
+		}
+	}
+	floats[1] = at
+	return hdr, floats, true
 }
 
 // DecodeMessage reads a frame of EncodeMessage. It checks the magic, the
@@ -166,6 +243,25 @@ func DecodeMessage(s seal.Scheme, b []byte, lim Limits) (Message, error) {
 			return Message{}, fmt.Errorf("wire: %s of a %s message: %w", f.name, m.Kind, err)
 		}
 	}
+	for _, f := range floatFields(&m) {
+		part, err := next(f.name)
+		if err != nil {
+			return Message{}, err
+		}
+		if len(part)%8 != 0 {
+			return Message{}, fmt.Errorf("wire: %s message: %s of %d bytes, not a whole number of float64", m.Kind, f.name, len(part))
+		}
+		if len(part) == 0 {
+			continue
+		}
+		v := make([]float64, len(part)/8)
+		for i := range v {
+			if v[i] = math.Float64frombits(binary.LittleEndian.Uint64(part[8*i:])); math.IsNaN(v[i]) || math.IsInf(v[i], 0) {
+				return Message{}, fmt.Errorf("wire: %s message: %s[%d] is %v", m.Kind, f.name, i, v[i])
+			}
+		}
+		*f.v = v
+	}
 	if len(b) > 0 {
 		// The key layer's messages; each is decoded and checked by its
 		// receiver, which knows the federation's key.
@@ -190,4 +286,15 @@ func DecodeMessage(s seal.Scheme, b []byte, lim Limits) (Message, error) {
 		return Message{}, fmt.Errorf("wire: %d bytes after the message", len(b))
 	}
 	return m, nil
+}
+
+// finiteAll reports whether v holds no NaN and no infinity (JSON could not
+// carry them, and no per-feature vector may hold them).
+func finiteAll(v []float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -80,14 +80,26 @@ func TestWireRefuses(t *testing.T) {
 		out := []byte{'h', 'm', WireVersion}
 		out = binary.LittleEndian.AppendUint32(out, uint32(len(h)))
 		out = append(out, h...)
-		return append(out, 0, 0, 0, 0, 0, 0, 0, 0)
+		return append(out, make([]byte, 4*(2+len(floatFields(&Message{}))))...) // no sealed or per-feature vectors
 	}
+	// withW is a frame of kind ip whose W section holds raw bytes w.
+	withW := func(w []byte) []byte {
+		out := withHeader(`{"Kind":"ip"}`)
+		at := len(out) - 16 // W's length, the first of the four
+		out = append(out[:at:at], binary.LittleEndian.AppendUint32(nil, uint32(len(w)))...)
+		out = append(out, w...)
+		return append(out, make([]byte, 12)...)
+	}
+	nan := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, math.Float64bits(0.5)), math.Float64bits(math.NaN()))
 	cases := map[string]struct {
 		b    []byte
 		want string
 	}{
 		"empty":         {nil, "magic"},
 		"version":       {append([]byte{'h', 'm', 9}, good[3:]...), "version 9"},
+		"version 1":     {append([]byte{'h', 'm', 1}, good[3:]...), "envelope version 1, this build speaks 2"},
+		"NaN weight":    {withW(nan), "W[1] is NaN"},
+		"ragged floats": {withW(make([]byte, 7)), "W of 7 bytes"},
 		"too long":      {good, "exceeds the limit"},
 		"header length": {append(append([]byte(nil), good[:3]...), 0xff, 0xff, 0xff, 0x7f), "claims"},
 		"unknown field": {withHeader(`{"Kind":"ip","Evil":1}`), "unknown field"},
@@ -244,8 +256,15 @@ func TestFrameParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	hdr, sealed, ok := FrameParts(f)
-	if !ok || hdr+sealed != len(f) || sealed != 8 { // two empty vectors: two lengths
+	if !ok || hdr+sealed != len(f) || sealed != 8 { // two empty sealed vectors: two lengths
 		t.Fatalf("FrameParts = %d, %d, %v for a frame of %d bytes", hdr, sealed, ok, len(f))
+	}
+	// The plaintext parts: the JSON header and the per-feature vectors,
+	// HatW's numbers among them.
+	plain, ok := FramePlain(f)
+	if !ok || len(plain) != hdr || !bytes.Contains(plain, []byte(`"Kind":"delta"`)) ||
+		!bytes.Contains(plain, binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, math.Float64bits(1)), math.Float64bits(2))) {
+		t.Fatalf("FramePlain = %q", plain)
 	}
 	for _, bad := range [][]byte{nil, []byte("hm"), []byte("xx\x01\x00\x00\x00\x00"), append([]byte("hm\x01\xff\x00\x00\x00"), 1)} {
 		if _, _, ok := FrameParts(bad); ok {

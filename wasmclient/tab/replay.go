@@ -86,8 +86,8 @@ func hashReply(h hash.Hash, s seal.Scheme, r protocol.Message) error {
 	if err != nil {
 		return err
 	}
-	hdr, _, _ := protocol.FrameParts(enc)
-	h.Write(enc[:hdr])
+	plain, _ := protocol.FramePlain(enc)
+	h.Write(plain)
 	return nil
 }
 
