@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
@@ -74,30 +75,14 @@ func TestRestoreFinishesAtTheSameOptimum(t *testing.T) {
 }
 
 func TestRestoreRefusesMismatchedParts(t *testing.T) {
-	d := testData(120, 6, 4)
-	blocks := gridBlocks(d, 2, 2)
 	scheme := seal.Plaintext{Len: 64}
-	f := newFedScheme(t, blocks, Config{Lambda: 1e-2, Inner: 10, Rounds: 3, Seed: 1}, scheme)
-	f.coord.EnableCheckpoints()
-	var cps []*Checkpoint
-	f.mem.OnReady = func(r Ready) {
-		if r.Checkpoint != nil {
-			cps = append(cps, r.Checkpoint.Encode())
-		}
-	}
-	f.run(t)
+	cfg := Config{Lambda: 1e-2, Inner: 10, Rounds: 3, Seed: 1}
+	cps := roundCheckpoints(t, cfg, gridBlocks(testData(120, 6, 4), 2, 2))
 	if len(cps) != 4 {
 		t.Fatalf("%d checkpoints for rounds 0..3", len(cps))
 	}
-	other := newFedScheme(t, gridBlocks(testData(120, 6, 5), 2, 2), Config{Lambda: 1e-2, Inner: 10, Rounds: 3, Seed: 1}, scheme)
-	other.coord.EnableCheckpoints()
-	var ocp *Checkpoint
-	other.mem.OnReady = func(r Ready) {
-		if r.Checkpoint != nil {
-			ocp = r.Checkpoint.Encode()
-		}
-	}
-	other.run(t)
+	others := roundCheckpoints(t, cfg, gridBlocks(testData(120, 6, 5), 2, 2))
+	ocp := others[len(others)-1]
 	for _, tc := range []struct {
 		name         string
 		setup, round []byte
@@ -148,9 +133,9 @@ func bestRound(h []RoundMetrics) int {
 
 // roundCheckpoints runs a small federation with checkpoints and returns
 // them encoded, one per round boundary.
-func roundCheckpoints(t testing.TB, cfg Config, groups, q int) []*Checkpoint {
+func roundCheckpoints(t testing.TB, cfg Config, blocks []partition.Block) []*Checkpoint {
 	t.Helper()
-	f := newFedScheme(t, gridBlocks(testData(120, 6, 4), groups, q), cfg, seal.Plaintext{Len: 64})
+	f := newFedScheme(t, blocks, cfg, seal.Plaintext{Len: 64})
 	f.coord.EnableCheckpoints()
 	var cps []*Checkpoint
 	f.mem.OnReady = func(r Ready) {
@@ -177,7 +162,7 @@ func TestRoundVersions(t *testing.T) {
 			if cfg.Algo != "" {
 				q = 1 // fedhybrid: a horizontal partition
 			}
-			cps := roundCheckpoints(t, cfg, 2, q)
+			cps := roundCheckpoints(t, cfg, gridBlocks(testData(120, 6, 4), 2, q))
 			cp := cps[len(cps)-1]
 			rs, err := decodeRound(cp.RoundData)
 			if err != nil || rs.Version != roundVersion || len(rs.Alpha) == 0 {
@@ -241,7 +226,7 @@ func TestRoundVersions(t *testing.T) {
 // FuzzDecodeRound: a round part read from the disk never panics the
 // decoder, and what it returns lies within what it read.
 func FuzzDecodeRound(f *testing.F) {
-	for _, cp := range roundCheckpoints(f, Config{Lambda: 1e-2, Inner: 10, Rounds: 1, Seed: 1}, 2, 2) {
+	for _, cp := range roundCheckpoints(f, Config{Lambda: 1e-2, Inner: 10, Rounds: 1, Seed: 1}, gridBlocks(testData(120, 6, 4), 2, 2)) {
 		f.Add(cp.RoundData)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
