@@ -28,8 +28,8 @@ import (
 // since the last one, in requests of a bounded size each asked of t live
 // committee members in turn, and once a request's t replies are in it adds
 // them (AggregateSwitch) into chunks the receivers open with their own
-// keys, and sends the held messages in their order. This sits below every phase and every rule: whatever a rule hands
-// a holder goes through it.
+// keys, and sends the held messages in their order. This sits below every
+// phase and every rule: whatever a rule hands a holder goes through it.
 
 // PhaseKeys is the key setup's phase (threshold keys).
 const PhaseKeys = "keys"
@@ -502,7 +502,6 @@ func (c *Coordinator) requestSwitches() {
 	type chunkJobs struct {
 		ch   seal.Chunk
 		jobs []switchJob // chunk and target filled in per request
-		to   []int
 	}
 	var order []*chunkJobs
 	byChunk := map[seal.Chunk]*chunkJobs{} // Restrict shares a sum's chunks between receivers
@@ -523,7 +522,6 @@ func (c *Coordinator) requestSwitches() {
 					order = append(order, cj)
 				}
 				cj.jobs = append(cj.jobs, switchJob{env: h, alpha: alpha, ci: ci, layout: layoutOf(h.env.Msg.Kind)})
-				cj.to = append(cj.to, h.env.To)
 			}
 		}
 	}
@@ -547,8 +545,8 @@ func (c *Coordinator) requestSwitches() {
 		if b == nil {
 			b, targetAt = &switchBatch{}, map[int]int{}
 		}
-		for i, j := range cj.jobs {
-			to := cj.to[i]
+		for _, j := range cj.jobs {
+			to := j.env.env.To
 			ti, ok := targetAt[to]
 			if !ok {
 				if _, ok := ks.own[to]; !ok {

@@ -69,15 +69,15 @@ type ReplayResult struct {
 	// SwitchShares counts the switch requests it answered in the rounds
 	// (a threshold key's committee member switches sums for the others).
 	SwitchShares int `json:"switch_shares"`
-	// PlainHash is a SHA-256 over the plaintext headers of every reply
-	// of the rounds (ciphertexts are randomized, their contents are not;
-	// the setup's replies are left out: a threshold key's setup is
-	// replayed as a return): equal hashes mean the participant computed the
-	// same numbers.
+	// PlainHash is a SHA-256 over the plaintext parts (protocol.FramePlain)
+	// of every reply of the rounds (ciphertexts are randomized, their
+	// contents are not; the setup's replies are left out: a threshold key's
+	// setup is replayed as a return): equal hashes mean the participant
+	// computed the same numbers.
 	PlainHash string `json:"plain_hash"`
 }
 
-// hashReply adds a reply's plaintext header to the hash of the rounds.
+// hashReply adds a reply's plaintext parts to the hash of the rounds.
 func hashReply(h hash.Hash, s seal.Scheme, r protocol.Message) error {
 	if r.Round == 0 {
 		return nil
