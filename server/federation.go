@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -611,11 +610,11 @@ func (s *saver) write(cp *protocol.Checkpoint) error {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
-	if d := sha256.Sum256(cp.Setup); !bytes.Equal(d[:], s.written[:]) {
+	if cp.SetupDigest != s.written {
 		if err := writeFileAtomic(filepath.Join(s.dir, "setup.bin"), cp.Setup); err != nil {
 			return err
 		}
-		s.written = d
+		s.written = cp.SetupDigest
 	}
 	if err := writeFileAtomic(filepath.Join(s.dir, "round.bin"), cp.RoundData); err != nil {
 		return err
