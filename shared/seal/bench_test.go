@@ -1,6 +1,7 @@
 package seal
 
 import (
+	"fmt"
 	"testing"
 )
 
@@ -58,4 +59,54 @@ func BenchmarkBGVAdd(b *testing.B) {
 	}
 	perValue(b, s.ChunkLen())
 	b.ReportMetric(float64(s.WireSize(acc))/float64(s.ChunkLen()), "bytes/value")
+}
+
+// BenchmarkBGVOpenSum: opening a sum of n fresh chunks as it travels, with
+// c1 as the n seeds (the opener expands them) against c1 held (as it was
+// sent before seed sums); and decoding it from the wire, both ways (the
+// server decodes every upload and sum).
+func BenchmarkBGVOpenSum(b *testing.B) {
+	s, k, vals := benchKey(b)
+	for _, n := range []int{4, MaxSumSeeds} {
+		sum, _ := k.Seal(vals)
+		for range n - 1 {
+			c, _ := k.Seal(vals)
+			if err := s.Add(sum, c); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ct, _ := s.Ciphertext(sum)
+		held, _ := s.WrapCiphertext(ct)
+		for _, v := range []struct {
+			name string
+			c    Chunk
+		}{{"seeds", sum}, {"held", held}} {
+			wire, _ := s.Marshal(v.c)
+			b.Run(fmt.Sprintf("open-%s-%d", v.name, n), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := k.Open(v.c); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run(fmt.Sprintf("decode-%s-%d", v.name, n), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := s.Unmarshal(wire); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(len(wire)), "bytes")
+			})
+		}
+	}
+}
+
+// BenchmarkBGVExpand: drawing one c1 from its seed.
+func BenchmarkBGVExpand(b *testing.B) {
+	s, _, _ := benchKey(b)
+	c1 := s.params.RingQ().NewPoly()
+	seed := make([]byte, seedLen)
+	for b.Loop() {
+		s.expand(seed, c1)
+	}
 }

@@ -13,7 +13,8 @@ func FuzzUnmarshalVec(f *testing.F) {
 	k, _ := s.NewKey([32]byte{})
 	fresh, _ := SealSlots(k, []int{1}, []float64{1})
 	summed, _ := Sum(s, fresh, fresh)
-	for _, v := range []Vec{{}, fresh, summed} {
+	whole, _ := Sum(s, summed, summed, summed, summed, summed, summed, summed, summed, summed)
+	for _, v := range []Vec{{}, fresh, summed, whole} {
 		b, _ := MarshalVec(s, v)
 		f.Add(b)
 	}

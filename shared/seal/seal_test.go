@@ -2,8 +2,10 @@ package seal
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	mrand "math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/tuneinsight/lattigo/v5/core/rlwe"
@@ -167,7 +169,7 @@ func TestBGVKeys(t *testing.T) {
 	// Every ciphertext has its own seed, even for equal values.
 	a, _ := k1.Seal(make([]float64, s.ChunkLen()))
 	b, _ := k1.Seal(make([]float64, s.ChunkLen()))
-	if bytes.Equal(a.(*Cipher).seed, b.(*Cipher).seed) {
+	if bytes.Equal(a.(*Cipher).seeds[0], b.(*Cipher).seeds[0]) {
 		t.Fatal("two ciphertexts share a seed")
 	}
 }
@@ -212,6 +214,113 @@ func TestWireRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSeedSums: a sum of fresh chunks keeps their seeds up to MaxSumSeeds
+// and travels as c0 and the seeds; past that, or added to a chunk whose
+// c1 is held, it adds up c1. Either way it opens to the exact sum, on the
+// wire and off it, through Lattigo's decryptor too, and adding to a clone
+// leaves the original as it was.
+func TestSeedSums(t *testing.T) {
+	s, err := NewBGV()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := s.NewKey([32]byte{7})
+	cl := s.ChunkLen()
+	poly := cl * 8
+	for _, n := range []int{1, 2, MaxSumSeeds, MaxSumSeeds + 1, 40} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			var sum Chunk
+			want := make([]float64, cl)
+			for i := 0; i < n; i++ {
+				vals := make([]float64, cl)
+				for j := range vals {
+					vals[j] = Quantize(float64((i*31+j*7)%97-48) / 8)
+					want[j] += vals[j]
+				}
+				c, err := k.Seal(vals)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sum == nil {
+					sum = c
+					continue
+				}
+				before := s.Clone(sum)
+				beforeVals, _ := k.Open(before)
+				next := s.Clone(sum)
+				if err := s.Add(next, c); err != nil {
+					t.Fatal(err)
+				}
+				if again, _ := k.Open(before); !slices.Equal(again, beforeVals) {
+					t.Fatal("adding to a clone changed the original")
+				}
+				sum = next
+			}
+			wantSize := chunkHeader + 2*poly
+			switch {
+			case n == 1:
+				wantSize = chunkHeader + seedLen + poly
+			case n <= MaxSumSeeds:
+				wantSize = chunkHeader + 1 + n*seedLen + poly
+			}
+			b, err := s.Marshal(sum)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b) != wantSize || s.WireSize(sum) != wantSize {
+				t.Fatalf("sum of %d: %d bytes (WireSize %d), want %d", n, len(b), s.WireSize(sum), wantSize)
+			}
+			back, err := s.Unmarshal(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, c := range map[string]Chunk{"sum": sum, "decoded": back} {
+				got, err := k.Open(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s of %d opens to other values", name, n)
+				}
+			}
+			ct, err := s.Ciphertext(back)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pt := bgv.NewPlaintext(s.params, s.params.MaxLevel())
+			pt.IsBatched = false
+			rlwe.NewDecryptor(s.params, k.sk).Decrypt(ct, pt)
+			got := make([]int64, cl)
+			if err := bgv.NewEncoder(s.params).Decode(pt, got); err != nil {
+				t.Fatal(err)
+			}
+			for j := range got {
+				if float64(got[j])/fixedOne != want[j] {
+					t.Fatalf("Lattigo opens slot %d of the sum of %d as %v, want %v", j, n, float64(got[j])/fixedOne, want[j])
+				}
+			}
+			// A chunk whose c1 is held (Lattigo's) plus the seeds.
+			held, err := s.WrapCiphertext(ct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			both := s.Clone(held)
+			if err := s.Add(both, back); err != nil {
+				t.Fatal(err)
+			}
+			if s.WireSize(both) != chunkHeader+2*poly {
+				t.Fatalf("held c1 plus seeds travels as %d bytes", s.WireSize(both))
+			}
+			got2, _ := k.Open(both)
+			for j := range got2 {
+				if got2[j] != 2*want[j] {
+					t.Fatalf("held plus seeds, slot %d: %v, want %v", j, got2[j], 2*want[j])
+				}
+			}
+		})
+	}
+}
+
 func TestUnmarshalRefuses(t *testing.T) {
 	s, _ := NewBGV()
 	k, _ := s.NewKey([32]byte{1})
@@ -227,10 +336,25 @@ func TestUnmarshalRefuses(t *testing.T) {
 		"level":       patch(good, 5, 1),
 		"elements":    patch(good, 6, 3),
 		"flags":       patch(good, 7, 4),
+		"both flags":  patch(good, 7, flagSeeded|flagSeeds),
 		"short":       good[:len(good)-1],
 		"long":        append(append([]byte(nil), good...), 0),
 		"coefficient": append(append([]byte(nil), good[:chunkHeader+seedLen]...), append(q0, good[chunkHeader+seedLen+8:]...)...),
 	}
+	// A sum of seeds: a count byte, then the seeds.
+	sum := s.Clone(c)
+	if err := s.Add(sum, c); err != nil {
+		t.Fatal(err)
+	}
+	two, _ := s.Marshal(sum)
+	if two[7] != flagSeeds || two[chunkHeader] != 2 {
+		t.Fatalf("a sum of two fresh chunks has flags %#x, count %d", two[7], two[chunkHeader])
+	}
+	cases["seed count 1"] = patch(two, chunkHeader, 1)
+	cases["seed count 0"] = patch(two, chunkHeader, 0)
+	cases["seed count 3"] = patch(two, chunkHeader, 3)
+	cases["seed count over the cap"] = patch(two, chunkHeader, MaxSumSeeds+1)
+	cases["no seed count"] = patch(good[:chunkHeader], 7, flagSeeds)
 	for name, b := range cases {
 		if _, err := s.Unmarshal(b); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -345,7 +469,7 @@ func TestVecSize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n == 3 { // a sum travels whole (unseeded under BGV)
+			if n == 3 { // a sum (under BGV: c0 and two seeds)
 				sum := Vec{}
 				if err := AddInto(s, sum, v); err != nil {
 					t.Fatal(err)
