@@ -550,8 +550,12 @@ type saver struct {
 	quit    chan struct{}
 	done    chan struct{}
 	written [32]byte // digest of the setup on disk
-	saved   int      // checkpoints written
-	last    int      // round of the last one written
+	// setup is the setup part a checkpoint carried (only the first does),
+	// kept until written; setupFor its digest.
+	setup    []byte
+	setupFor [32]byte
+	saved    int // checkpoints written
+	last     int // round of the last one written
 }
 
 func newSaver(dir string, log *slog.Logger) *saver {
@@ -567,6 +571,9 @@ func (s *saver) offer(cp *protocol.Checkpoint) {
 		return
 	}
 	s.pending = cp
+	if cp.Setup != nil {
+		s.setup, s.setupFor = cp.Setup, cp.SetupDigest
+	}
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -611,11 +618,22 @@ func (s *saver) write(cp *protocol.Checkpoint) error {
 		return err
 	}
 	if cp.SetupDigest != s.written {
-		if err := writeFileAtomic(filepath.Join(s.dir, "setup.bin"), cp.Setup); err != nil {
+		s.mu.Lock()
+		setup, ok := s.setup, s.setupFor == cp.SetupDigest && s.setup != nil
+		s.mu.Unlock()
+		if !ok {
+			return fmt.Errorf("round %d's checkpoint names a setup part that never came", cp.Round)
+		}
+		if err := writeFileAtomic(filepath.Join(s.dir, "setup.bin"), setup); err != nil {
 			return err
 		}
 		s.written = cp.SetupDigest
 	}
+	s.mu.Lock()
+	if s.setupFor == s.written {
+		s.setup = nil // on disk
+	}
+	s.mu.Unlock()
 	if err := writeFileAtomic(filepath.Join(s.dir, "round.bin"), cp.RoundData); err != nil {
 		return err
 	}

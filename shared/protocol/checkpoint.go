@@ -32,7 +32,11 @@ const roundVersion = 2
 // the primal contributions, the history and the participation draws)
 // changes every round. Round names the Setup it belongs to by its digest,
 // so a server that writes Setup once and Round after every round can never
-// pair a round with the wrong setup.
+// pair a round with the wrong setup. Setup is in the coordinator's first
+// checkpoint only (and the first after Restore): later ones carry its
+// digest, and a writer keeps the Setup it got until it has written it (the
+// coordinator does not keep it: 80 MB of sealed norms at 5,000
+// participants).
 //
 // A Checkpoint from a Ready holds the round part as references to the state
 // at the boundary, not yet encoded: Encode encodes it, where the caller
@@ -42,10 +46,10 @@ const roundVersion = 2
 // is copied.
 type Checkpoint struct {
 	Round int
-	Setup []byte
-	// SetupDigest is Setup's SHA-256 (the round part names its setup by
-	// it): a writer compares it to know whether Setup changed, without
-	// hashing Setup (80 MB of sealed norms at 5,000 participants).
+	Setup []byte // nil after the first checkpoint: SetupDigest names it
+	// SetupDigest is the setup part's SHA-256 (the round part names its
+	// setup by it): a writer compares it to know whether it has written
+	// that setup.
 	SetupDigest [32]byte
 	RoundData   []byte // filled by Encode
 
@@ -196,22 +200,13 @@ type roundState struct {
 func (c *Coordinator) EnableCheckpoints() { c.checkpoints = true }
 
 func (c *Coordinator) checkpoint() *Checkpoint {
-	if c.setupBlob == nil {
-		st := setupState{Version: checkpointVersion, Scheme: c.scheme.Name(), Config: c.cfg,
-			Fingerprint: c.fingerprint, NumFeatures: c.numFeatures, GroupStats: c.groupStats, Keys: c.keyCheckpoint()}
-		for _, cs := range c.clients {
-			h := helloState{}
-			if cs.hello != nil {
-				h = helloState{Registered: true, Pseudonyms: cs.hello.Pseudonyms, Heldout: cs.hello.Heldout, Features: cs.hello.Features}
-			}
-			st.Clients = append(st.Clients, h)
+	var setup []byte
+	if !c.setupHanded {
+		if c.setupBlob == nil { // else restored: hand on the same bytes
+			c.setupBlob = c.encodeSetup()
+			c.setupDigest = sha256.Sum256(c.setupBlob)
 		}
-		var err error
-		if st.Norms, err = seal.MarshalVec(c.scheme, c.norms); err != nil {
-			panic(fmt.Sprintf("checkpoint: norms: %v", err)) // our own ciphertexts: cannot fail
-		}
-		c.setupBlob = encodeGob(st)
-		c.setupDigest = sha256.Sum256(c.setupBlob)
+		setup, c.setupBlob, c.setupHanded = c.setupBlob, nil, true
 	}
 	// Copies of what changes in place; references to what never does (the
 	// history's entries, the best iterate, sealed chunks).
@@ -232,7 +227,25 @@ func (c *Coordinator) checkpoint() *Checkpoint {
 	if rc.rs.RNG, err = c.pcg.MarshalBinary(); err != nil {
 		panic(fmt.Sprintf("checkpoint: draws: %v", err))
 	}
-	return &Checkpoint{Round: c.round, Setup: c.setupBlob, SetupDigest: c.setupDigest, capture: rc}
+	return &Checkpoint{Round: c.round, Setup: setup, SetupDigest: c.setupDigest, capture: rc}
+}
+
+// encodeSetup encodes the setup part.
+func (c *Coordinator) encodeSetup() []byte {
+	st := setupState{Version: checkpointVersion, Scheme: c.scheme.Name(), Config: c.cfg,
+		Fingerprint: c.fingerprint, NumFeatures: c.numFeatures, GroupStats: c.groupStats, Keys: c.keyCheckpoint()}
+	for _, cs := range c.clients {
+		h := helloState{}
+		if cs.hello != nil {
+			h = helloState{Registered: true, Pseudonyms: cs.hello.Pseudonyms, Heldout: cs.hello.Heldout, Features: cs.hello.Features}
+		}
+		st.Clients = append(st.Clients, h)
+	}
+	var err error
+	if st.Norms, err = seal.MarshalVec(c.scheme, c.norms); err != nil {
+		panic(fmt.Sprintf("checkpoint: norms: %v", err)) // our own ciphertexts: cannot fail
+	}
+	return encodeGob(st)
 }
 
 func encodeGob(v any) []byte {

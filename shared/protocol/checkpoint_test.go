@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"math"
 	"reflect"
 	"slices"
@@ -140,11 +141,55 @@ func roundCheckpoints(t testing.TB, cfg Config, blocks []partition.Block) []*Che
 	var cps []*Checkpoint
 	f.mem.OnReady = func(r Ready) {
 		if r.Checkpoint != nil {
-			cps = append(cps, r.Checkpoint.Encode())
+			var prev *Checkpoint
+			if len(cps) > 0 {
+				prev = cps[len(cps)-1]
+			}
+			cps = append(cps, withSetup(r.Checkpoint, prev))
 		}
 	}
 	f.run(t)
 	return cps
+}
+
+// TestSetupHandedOnce: the setup part is in the coordinator's first
+// checkpoint only, and in the first after a restore (the same bytes); the
+// others name it by its digest.
+func TestSetupHandedOnce(t *testing.T) {
+	f := newFedScheme(t, gridBlocks(testData(120, 6, 4), 2, 2), Config{Lambda: 1e-2, Inner: 10, Rounds: 4, Seed: 1}, seal.Plaintext{Len: 64})
+	f.coord.EnableCheckpoints()
+	var cps []*Checkpoint
+	f.mem.OnReady = func(r Ready) {
+		if r.Checkpoint != nil {
+			cps = append(cps, r.Checkpoint.Encode())
+		}
+	}
+	f.run(t)
+	if len(cps) < 3 {
+		t.Fatalf("%d checkpoints", len(cps))
+	}
+	first := cps[0]
+	if first.Setup == nil || first.SetupDigest != sha256.Sum256(first.Setup) {
+		t.Fatal("the first checkpoint does not carry its setup part")
+	}
+	for _, cp := range cps[1:] {
+		if cp.Setup != nil || cp.SetupDigest != first.SetupDigest {
+			t.Fatalf("round %d's checkpoint: setup of %d bytes, digest equal %v", cp.Round, len(cp.Setup), cp.SetupDigest == first.SetupDigest)
+		}
+	}
+	mid := cps[1]
+	c, err := Restore(seal.Plaintext{Len: 64}, first.Setup, mid.RoundData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.EnableCheckpoints()
+	again := c.checkpoint()
+	if !bytes.Equal(again.Setup, first.Setup) || again.SetupDigest != first.SetupDigest {
+		t.Fatal("the first checkpoint after a restore does not hand on the same setup part")
+	}
+	if c.checkpoint().Setup != nil {
+		t.Fatal("the second checkpoint after a restore carries the setup part again")
+	}
 }
 
 // TestRoundVersions: a round part keeps its sealed vectors after the gob

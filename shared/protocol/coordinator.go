@@ -167,8 +167,9 @@ type Coordinator struct {
 	checkpoints bool
 	snap        *Checkpoint // the last round boundary's state, until a Ready carries it
 	reported    int         // rounds of history a Ready has carried
-	setupBlob   []byte
+	setupBlob   []byte      // the restored setup part, until a checkpoint hands it on
 	setupDigest [32]byte
+	setupHanded bool // a checkpoint carried the setup part
 	// keys is the threshold key's public side (nil: shared keys, or
 	// before the key setup).
 	keys *keyState

@@ -148,6 +148,17 @@ func sum(v []float64) float64 {
 	return s
 }
 
+// withSetup encodes cp and gives it the setup part prev carried, as the
+// server's checkpoint writer keeps it: only a coordinator's first
+// checkpoint carries it.
+func withSetup(cp, prev *Checkpoint) *Checkpoint {
+	cp.Encode()
+	if cp.Setup == nil && prev != nil && prev.SetupDigest == cp.SetupDigest {
+		cp.Setup = prev.Setup
+	}
+	return cp
+}
+
 // crashAt runs f with checkpoints until round r reaches phase, where the
 // server "dies" (its context is cancelled), and returns the last
 // checkpoint taken.
@@ -159,7 +170,7 @@ func crashAt(t *testing.T, f *fed, r int, phase string) *Checkpoint {
 	defer cancel()
 	f.mem.OnReady = func(rd Ready) {
 		if rd.Checkpoint != nil {
-			last = rd.Checkpoint.Encode()
+			last = withSetup(rd.Checkpoint, last)
 		}
 	}
 	f.mem.Hook = func() {

@@ -384,7 +384,7 @@ func runTranscript(t *testing.T, blocks []partition.Block, cfg Config, about str
 	done := make([]bool, len(script))
 	f.mem.OnReady = func(r Ready) {
 		if r.Checkpoint != nil {
-			last = r.Checkpoint.Encode()
+			last = withSetup(r.Checkpoint, last)
 		}
 	}
 	f.mem.Hook = func() {
