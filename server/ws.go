@@ -335,12 +335,13 @@ func (f *federation) limits() protocol.Limits {
 var writeBuffers sync.Pool
 
 // upgrader checks origins against the server's list. The read buffer is
-// per connection for its life, hence small (hyfed bench-net at 5,000
-// participants: in-use heap 1.25 GB -> 0.66 GB, peak RSS 3.4 -> 2.4 GB,
-// CPU per round unchanged).
+// per connection for its life: none of its own (ReadBufferSize 0), the
+// HTTP server's 4 kB reader, which lives as long anyway because the socket
+// is served inside the HTTP handler (a 64 kB buffer of its own was 0.6 GB
+// of the server's heap at 5,000 participants, an 8 kB one 40 MB).
 func (s *Server) upgrader() *websocket.Upgrader {
 	return &websocket.Upgrader{
-		ReadBufferSize:  8 << 10,
+		ReadBufferSize:  0,
 		WriteBufferSize: 64 << 10,
 		WriteBufferPool: &writeBuffers,
 		CheckOrigin:     s.checkOrigin,
