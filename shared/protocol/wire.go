@@ -12,9 +12,12 @@ import (
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
-// WireVersion is the version of the message envelope: 2 carries the
-// per-feature vectors in binary (floatFields), 1 had them in the JSON.
-const WireVersion = 2
+// WireVersion is the version of the message envelope: 3 may carry BGV
+// sums whose c1 travels as several seeds (a participant built before
+// could not open them, so it is refused at its first frame instead); 2
+// carries the per-feature vectors in binary (floatFields), 1 had them in
+// the JSON.
+const WireVersion = 3
 
 // floatFields are the message's per-feature vectors, which travel as
 // float64 bits after the sealed vectors rather than in the JSON header:

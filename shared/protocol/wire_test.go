@@ -97,7 +97,8 @@ func TestWireRefuses(t *testing.T) {
 	}{
 		"empty":         {nil, "magic"},
 		"version":       {append([]byte{'h', 'm', 9}, good[3:]...), "version 9"},
-		"version 1":     {append([]byte{'h', 'm', 1}, good[3:]...), "envelope version 1, this build speaks 2"},
+		"version 1":     {append([]byte{'h', 'm', 1}, good[3:]...), "envelope version 1, this build speaks 3"},
+		"version 2":     {append([]byte{'h', 'm', 2}, good[3:]...), "envelope version 2, this build speaks 3"},
 		"NaN weight":    {withW(nan), "W[1] is NaN"},
 		"ragged floats": {withW(make([]byte, 7)), "W of 7 bytes"},
 		"too long":      {good, "exceeds the limit"},
