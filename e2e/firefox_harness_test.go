@@ -94,6 +94,7 @@ type ffReply struct {
 // or after browserLife, as a test's engine.
 func newFirefox(t testing.TB) engine {
 	t.Helper()
+	requireFreshWasm(t)
 	path := firefoxPath(t)
 	node, script := firefoxDriver(t)
 	ff := &firefox{t: t, downloads: t.TempDir(), exited: make(chan struct{}),

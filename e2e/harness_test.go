@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -59,6 +60,49 @@ func requireOr(t testing.TB, format string, args ...any) {
 		t.Fatalf("%s (CI is set, so this is an error, not a skip)", msg)
 	}
 	t.Skip(msg)
+}
+
+// requireFreshWasm fails the test if the WebAssembly participant the
+// pages load (web/static/wasm/hyfed.wasm, embedded in this test binary) is
+// missing or older than a Go source it is built from: the tabs would run
+// the old participant (which, after a wire change, fails with a decoding
+// error far from its cause). make wasm, which make test runs, builds it.
+func requireFreshWasm(t testing.TB) {
+	t.Helper()
+	wasmOnce.Do(func() { wasmStale = staleWasm("../web/static/wasm/hyfed.wasm", "../wasmclient", "../shared") })
+	if wasmStale != "" {
+		t.Fatal(wasmStale)
+	}
+}
+
+var (
+	wasmOnce  sync.Once
+	wasmStale string
+)
+
+// staleWasm says why the wasm file is stale, or "".
+func staleWasm(wasm string, dirs ...string) string {
+	fi, err := os.Stat(wasm)
+	if err != nil {
+		return fmt.Sprintf("the WebAssembly participant is not built (%v): run make wasm (make test does)", err)
+	}
+	for _, dir := range dirs {
+		var newer string
+		filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || newer != "" || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			if info, err := d.Info(); err == nil && info.ModTime().After(fi.ModTime()) {
+				newer = path
+			}
+			return nil
+		})
+		if newer != "" {
+			return fmt.Sprintf("the WebAssembly participant %s (built %s) is older than %s: the tabs would run the old participant; run make wasm (make test does)",
+				wasm, fi.ModTime().Format(time.DateTime), newer)
+		}
+	}
+	return ""
 }
 
 // ---- server ----------------------------------------------------------------
@@ -470,6 +514,7 @@ func chromiumPath(t testing.TB) string {
 // tabs can still be photographed in their cleanup.
 func newBrowser(t testing.TB) *browser {
 	t.Helper()
+	requireFreshWasm(t)
 	path := chromiumPath(t)
 	profile := t.TempDir() // created first, so removed after chromium has exited
 	b := &browser{}
@@ -926,4 +971,37 @@ func (b *tailBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return string(b.buf)
+}
+
+// TestStaleWasm: the freshness check names a source newer than the
+// participant, ignores tests, and says when the participant is missing.
+func TestStaleWasm(t *testing.T) {
+	dir := t.TempDir()
+	wasm := filepath.Join(dir, "hyfed.wasm")
+	src := filepath.Join(dir, "src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(path string, at time.Time) {
+		if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	if msg := staleWasm(wasm, src); !strings.Contains(msg, "not built") {
+		t.Fatalf("missing participant: %q", msg)
+	}
+	write(wasm, now)
+	write(filepath.Join(src, "old.go"), now.Add(-time.Hour))
+	write(filepath.Join(src, "new_test.go"), now.Add(time.Hour))
+	if msg := staleWasm(wasm, src); msg != "" {
+		t.Fatalf("fresh participant called stale: %q", msg)
+	}
+	write(filepath.Join(src, "new.go"), now.Add(time.Hour))
+	if msg := staleWasm(wasm, src); !strings.Contains(msg, "new.go") || !strings.Contains(msg, "make wasm") {
+		t.Fatalf("stale participant: %q", msg)
+	}
 }
