@@ -69,7 +69,12 @@ func requireOr(t testing.TB, format string, args ...any) {
 // error far from its cause). make wasm, which make test runs, builds it.
 func requireFreshWasm(t testing.TB) {
 	t.Helper()
-	wasmOnce.Do(func() { wasmStale = staleWasm("../web/static/wasm/hyfed.wasm", "../wasmclient", "../shared") })
+	// The repository's root is the e2e package's parent.
+	root := ".."
+	wasmOnce.Do(func() {
+		wasmStale = staleWasm(filepath.Join(root, "web", "static", "wasm", "hyfed.wasm"),
+			filepath.Join(root, "wasmclient"), filepath.Join(root, "shared"))
+	})
 	if wasmStale != "" {
 		t.Fatal(wasmStale)
 	}

@@ -121,10 +121,7 @@ func (s *BGV) Add(dst, src Chunk) error {
 		return nil
 	}
 	if !d.held() {
-		d.ct.Value[1] = rq.NewPoly()
-		for _, seed := range d.seeds {
-			s.expandAdd(seed, d.ct.Value[1])
-		}
+		d.ct.Value[1] = s.c1(d, rq.NewPoly())
 	}
 	if a.held() {
 		rq.Add(d.ct.Value[1], a.ct.Value[1], d.ct.Value[1])
