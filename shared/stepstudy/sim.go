@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -82,6 +83,18 @@ type Config struct {
 	//           (clamped to [1, updating groups]) as the next round's sigma'
 	//   cgN     N extra projected-gradient iterations on each group's QP
 	//           with exact Gram-vector products (2 trips each)
+	//   mom     dual momentum (hinge): after the round's step, the exact
+	//           line search along the previous round's whole change of
+	//           the dual values, on the samples strictly inside their box
+	//           (momentum.go)
+	//   momc    the same along the clipped path clip(a + t m), t by a
+	//           golden-section search on the exact dual (an oracle: its
+	//           primal part is not one vector)
+	//   momp    the change projected once at a reach b0 (twice the last
+	//           reach used), then the exact line search over [0, 1]
+	//   mompp   momp with the primal-priced choice among multiples
+	//   momr    momp with a restart: no momentum after a round whose
+	//           duality gap grew
 	Method string
 	// Trace, if set, is called after every round.
 	Trace func(r int, primalRel, dualRel float64)
@@ -121,7 +134,9 @@ type method struct {
 	sh, ls, pp, pb  bool
 	fam, co, co2    bool
 	gp, gs, ak, s1  bool
-	as              bool
+	as, mom, momc   bool
+	momp, mompp     bool
+	momr            bool
 	cg              int
 	biasPriced      bool
 	safeBound       bool
@@ -155,6 +170,16 @@ func parseMethod(s string) (method, error) {
 			m.sh = true
 		case o == "as":
 			m.as = true
+		case o == "mom":
+			m.mom = true
+		case o == "momc":
+			m.momc = true
+		case o == "momp":
+			m.momp = true
+		case o == "momr":
+			m.momp, m.momr = true, true
+		case o == "mompp":
+			m.momp, m.mompp = true, true
 		case o == "s1":
 			m.s1 = true
 		case o == "ak":
@@ -204,6 +229,11 @@ type sim struct {
 	sigma float64
 	// kappa is each group's adaptive kappa (ak option).
 	kappa []float64
+	// momSteps are the mom option's steps, one per round it moved.
+	momSteps []float64
+	momReach float64 // the momp option's reach
+	momSkip  bool    // the momr option: no momentum this round
+	prevGap  float64
 }
 
 // Run simulates cfg on p.
@@ -229,6 +259,10 @@ func Run(p *Problem, cfg Config) (*Result, error) {
 	res.Avg.At = [3]float64{math.NaN(), math.NaN(), math.NaN()}
 	res.Avg.Best = math.Inf(1)
 	gsum := 0.0
+	var change []float64
+	if m.mom || m.momc || m.momp {
+		change = make([]float64, p.N)
+	}
 	for r := 1; r <= cfg.Rounds; r++ {
 		// Who takes part: a group updates when any of its holders is active;
 		// its inactive holders answer the cheap requests.
@@ -244,7 +278,22 @@ func Run(p *Problem, cfg Config) (*Result, error) {
 		}
 		// (The loop above stops drawing at the first active holder: the
 		// group's participation probability is 1-(1-f)^Q either way.)
+		before := slices.Clone(s.alpha)
 		gamma := s.round(upd, res)
+		if s.m.mom || s.m.momc || s.m.momp {
+			if s.momSkip {
+				s.momSkip = false
+			} else if s.m.momp {
+				s.momentumProjected(change)
+			} else if s.m.momc {
+				s.momentumClipped(change)
+			} else {
+				s.momentum(change)
+			}
+			for i := range change {
+				change[i] = s.alpha[i] - before[i]
+			}
+		}
 		gsum += gamma
 		nd := s.dual()
 		if nd < dual-1e-12*math.Abs(dual) {
@@ -252,6 +301,18 @@ func Run(p *Problem, cfg Config) (*Result, error) {
 		}
 		dual = nd
 		pr := (s.primal() - p.PStar) / p.PStar
+		if s.m.momr {
+			// Restart: a round whose duality gap grew takes no momentum next.
+			if g := s.primal() - nd; r > 1 && g > s.prevGap {
+				s.momSkip = true
+				s.momReach = 0
+			} else {
+				s.prevGap = g
+			}
+			if s.momSkip {
+				s.prevGap = s.primal() - nd
+			}
+		}
 		rels = append(rels, pr)
 		res.Best = math.Min(res.Best, pr)
 		for t, target := range []float64{1e-1, 1e-2, 1e-3} {

@@ -10,7 +10,7 @@ func TestDualNeverFalls(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range []string{"base+pp", "bx+sh+ls", "bx+pb+sh+ls", "safe+pb+ak+sh+cg2+ls", "bx+sh+as+ls", "oracle+sh+ls"} {
+		for _, m := range []string{"base+pp", "bx+sh+ls", "bx+pb+sh+ls", "safe+pb+ak+sh+cg2+ls", "bx+sh+as+ls", "oracle+sh+ls", "bx+sh+ls+mom", "bx+sh+ls+momc", "bx+sh+ls+momp", "bx+sh+ls+mompp", "bx+sh+ls+momr"} {
 			res, err := Run(p, Config{Fraction: 0.5, Rounds: 40, Seed: 3, Method: m})
 			if err != nil {
 				t.Fatal(err)
