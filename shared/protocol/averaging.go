@@ -48,13 +48,13 @@ func (averagingRule) round(c *Coordinator) {
 		}
 		c.send(k, m)
 	}
-	c.await(PhaseLocal, KindLocalPart, targets, func(p *phaseState) {
+	c.awaitSum(PhaseLocal, KindLocalPart, targets, func(p *phaseState) {
 		got := sortedKeys(p.replies)
 		if len(got) == 0 {
 			c.ipPhase(true, nil)
 			return
 		}
-		sum, ok := c.sumReplies(p.replies, got)
+		sum, ok := c.sumReplies(p, got)
 		if !ok {
 			return
 		}

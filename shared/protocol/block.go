@@ -113,7 +113,7 @@ func (c *Coordinator) blockStep() {
 		}
 		c.send(k, m)
 	}
-	c.await(PhaseStep, KindGramPart, targets, c.gramsIn)
+	c.awaitSum(PhaseStep, KindGramPart, targets, c.gramsIn)
 }
 
 // gramsIn: the partial Grams are in. Each group's sum goes to the group's
@@ -151,7 +151,7 @@ func (c *Coordinator) gramsIn(p *phaseState) {
 		}
 		c.send(k, m)
 	}
-	c.await(PhaseDirection, KindDirPart, targets, c.directionIn)
+	c.awaitSum(PhaseDirection, KindDirPart, targets, c.directionIn)
 }
 
 // initBlock sets kappa's starting values once the groups are known: 1 for

@@ -98,6 +98,11 @@ type phaseState struct {
 	dropped []int
 	next    func(p *phaseState)
 	started time.Time
+	// summed: the replies' sealed vectors are added into sum as they
+	// arrive and dropped from the stored replies (awaitSum): the server
+	// holds one running sum per chunk instead of every reply's chunks.
+	summed bool
+	sum    seal.Vec
 }
 
 // Coordinator is the server's state machine: it aligns samples, runs rounds
@@ -701,17 +706,8 @@ func (c *Coordinator) start() {
 	for _, k := range all {
 		c.sendSetup(k, true)
 	}
-	c.await(PhaseSetup, KindNormsPart, all, func(p *phaseState) {
-		parts := make([]seal.Vec, 0, len(p.replies))
-		for _, k := range sortedKeys(p.replies) {
-			parts = append(parts, p.replies[k].Sealed)
-		}
-		sum, err := seal.Sum(c.scheme, parts...)
-		if err != nil {
-			c.fail(err)
-			return
-		}
-		c.norms = sum
+	c.awaitSum(PhaseSetup, KindNormsPart, all, func(p *phaseState) {
+		c.norms = p.sum
 		c.groupStats = make([]float64, 2*len(c.groups))
 		for _, k := range sortedKeys(p.replies) {
 			m := p.replies[k]
@@ -765,7 +761,17 @@ func sortedKeys(m map[int]Message) []int {
 // await starts a phase: it waits for one reply of the given kind from every
 // target (or its disconnect), then calls next.
 func (c *Coordinator) await(name string, reply Kind, targets []int, next func(p *phaseState)) {
-	p := &phaseState{name: name, reply: reply, waiting: map[int]bool{}, replies: map[int]Message{}, next: next, started: c.now()}
+	c.awaitPhase(&phaseState{name: name, reply: reply, next: next}, targets)
+}
+
+// awaitSum is await for a phase whose handler needs the replies' sealed
+// vectors only as their sum (phaseSum), which it builds as they arrive.
+func (c *Coordinator) awaitSum(name string, reply Kind, targets []int, next func(p *phaseState)) {
+	c.awaitPhase(&phaseState{name: name, reply: reply, next: next, summed: true, sum: seal.Vec{}}, targets)
+}
+
+func (c *Coordinator) awaitPhase(p *phaseState, targets []int) {
+	p.waiting, p.replies, p.started = map[int]bool{}, map[int]Message{}, c.now()
 	c.phaseSeq++
 	for _, k := range targets {
 		p.waiting[k] = true
@@ -813,6 +819,15 @@ func (c *Coordinator) receive(k int, m Message) error {
 	}
 	if err := c.check(k, m); err != nil {
 		return err
+	}
+	if p.summed && len(m.Sealed) > 0 {
+		// check has taken the chunks apart already: an error here is the
+		// server's own, and the federation fails as for a sum at the end.
+		if err := seal.Accumulate(c.scheme, p.sum, m.Sealed); err != nil {
+			c.fail(fmt.Errorf("phase %s: %w", p.name, err))
+			return nil
+		}
+		m.Sealed = nil
 	}
 	delete(p.waiting, k)
 	p.replies[k] = m

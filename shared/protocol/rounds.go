@@ -123,12 +123,20 @@ func (hyfdcaRule) local(*Participant, Message) ([]Message, error) {
 
 func (hyfdcaRule) open(p *Participant, m Message) ([]Message, error) { return openFeatures(p, m) }
 
-// sumReplies adds the sealed vectors of the given clients' replies. On an
-// error the federation fails and ok is false.
-func (c *Coordinator) sumReplies(replies map[int]Message, clients []int) (seal.Vec, bool) {
+// sumReplies adds the sealed vectors of the given clients' replies to
+// phase p: every reply's under awaitSum, which has added them already. On
+// an error the federation fails and ok is false.
+func (c *Coordinator) sumReplies(p *phaseState, clients []int) (seal.Vec, bool) {
+	if p.summed {
+		if len(clients) != len(p.replies) {
+			c.fail(fmt.Errorf("phase %s: a sum of %d of its %d replies asked for; it holds the sum of all", p.name, len(clients), len(p.replies)))
+			return nil, false
+		}
+		return p.sum, true
+	}
 	parts := make([]seal.Vec, 0, len(clients))
 	for _, k := range clients {
-		parts = append(parts, replies[k].Sealed)
+		parts = append(parts, p.replies[k].Sealed)
 	}
 	sum, err := seal.Sum(c.scheme, parts...)
 	if err != nil {
@@ -312,7 +320,7 @@ func (c *Coordinator) hyfedStep() {
 		}
 		c.send(k, m)
 	}
-	c.await(PhaseStep, KindDelta, targets, c.deltasIn)
+	c.awaitSum(PhaseStep, KindDelta, targets, c.deltasIn)
 }
 
 // deltasIn: the hyfed rule's sealed local changes are in. Their sum per
@@ -330,7 +338,7 @@ func (c *Coordinator) deltasIn(p *phaseState) {
 		v := seal.Restrict(c.scheme, d, c.clients[k].slots)
 		c.send(k, Message{Kind: KindDirection, Round: c.round, Sealed: v, Report: report[k]})
 	}
-	c.await(PhaseDirection, KindDirPart, targets, c.directionIn)
+	c.awaitSum(PhaseDirection, KindDirPart, targets, c.directionIn)
 }
 
 // directionIn (block, hyfed): every holder's share dw_k of the primal
@@ -371,7 +379,7 @@ func (c *Coordinator) directionIn(p *phaseState) {
 	}
 	// Sealed shares of u: add them, have a participant open the sum; no
 	// client's own share is ever seen.
-	sum, ok := c.sumReplies(p.replies, targets)
+	sum, ok := c.sumReplies(p, targets)
 	if !ok {
 		return
 	}
@@ -432,6 +440,16 @@ func (c *Coordinator) sumUpdating(p *phaseState, groupOf func(ci int) int) (targ
 	keep := map[int]bool{}
 	for _, gi := range c.updating {
 		keep[gi] = true
+	}
+	if p.summed {
+		// A chunk holds one group's values, added up from its holders
+		// only (check): the chunks of the groups kept are their sums.
+		for ci := range p.sum {
+			if !keep[groupOf(ci)] {
+				delete(p.sum, ci)
+			}
+		}
+		return targets, p.sum, true
 	}
 	parts := make([]seal.Vec, 0, len(targets))
 	for _, k := range targets {
@@ -536,7 +554,7 @@ func (c *Coordinator) trialPhase(u []float64, gammaD float64) {
 		c.send(k, m)
 	}
 	c.flow.partial = len(targets) < len(c.clients)
-	c.await(PhaseIP, KindIPPart, targets, c.trialSumsIn)
+	c.awaitSum(PhaseIP, KindIPPart, targets, c.trialSumsIn)
 }
 
 // trialSumsIn: the sealed x_n.u are in; their sums go back with the
@@ -626,16 +644,14 @@ func (c *Coordinator) applyPhase(u []float64, gamma float64, done func(applied b
 	for _, k := range targets {
 		c.send(k, Message{Kind: KindApply, Round: c.round, Gamma: gamma, Report: report[k]})
 	}
-	c.await(PhaseApply, KindApplied, targets, func(p *phaseState) {
+	c.awaitSum(PhaseApply, KindApplied, targets, func(p *phaseState) {
 		if len(p.dropped) > 0 {
 			done(false)
 			return
 		}
-		for _, k := range targets {
-			if err := seal.AddInto(c.scheme, c.alpha, p.replies[k].Sealed); err != nil {
-				c.fail(err)
-				return
-			}
+		if err := seal.AddInto(c.scheme, c.alpha, p.sum); err != nil {
+			c.fail(err)
+			return
 		}
 		for i, v := range u {
 			c.w[i] += gamma * v
@@ -777,14 +793,11 @@ func (c *Coordinator) paperStep() {
 	for _, k := range targets {
 		c.send(k, Message{Kind: KindStep, Round: c.round, Active: true})
 	}
-	c.await(PhaseStep, KindDelta, targets, func(p *phaseState) {
-		var got []int
-		for _, k := range sortedKeys(p.replies) {
-			if err := seal.AddInto(c.scheme, c.alpha, p.replies[k].Sealed); err != nil {
-				c.fail(err)
-				return
-			}
-			got = append(got, k)
+	c.awaitSum(PhaseStep, KindDelta, targets, func(p *phaseState) {
+		got := sortedKeys(p.replies)
+		if err := seal.AddInto(c.scheme, c.alpha, p.sum); err != nil {
+			c.fail(err)
+			return
 		}
 		c.cur.Gamma = c.cfg.Gamma
 		for _, k := range c.eligible() {
@@ -824,7 +837,7 @@ func (c *Coordinator) ipPhase(final bool, then func()) {
 		c.send(k, Message{Kind: KindWeights, Round: c.round, Full: true, W: c.onFeatures(k, c.w)})
 	}
 	c.ip = ipFlow{final: final, then: then, partial: len(targets) < len(c.clients)}
-	c.await(PhaseIP, KindIPPart, targets, c.ipSumsIn)
+	c.awaitSum(PhaseIP, KindIPPart, targets, c.ipSumsIn)
 }
 
 // ipFlow is what ipPhase hands from its first phase to its second.
@@ -943,7 +956,7 @@ func (c *Coordinator) dualAt(replies map[int]Message, gi int, conj, ww float64) 
 // values. It returns the clients that answered.
 func (c *Coordinator) returnSums(p *phaseState, grid []float64, withAlpha bool) ([]int, bool) {
 	got := sortedKeys(p.replies)
-	sum, ok := c.sumReplies(p.replies, got)
+	sum, ok := c.sumReplies(p, got)
 	if !ok {
 		return nil, false
 	}

@@ -1,6 +1,7 @@
 package seal
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"math/bits"
 	mrand "math/rand/v2"
+	"slices"
 
 	"github.com/tuneinsight/lattigo/v5/core/rlwe"
 	"github.com/tuneinsight/lattigo/v5/ring"
@@ -117,6 +119,9 @@ func (s *BGV) Add(dst, src Chunk) error {
 		// The seeds are never changed in place: clip so that appending
 		// does not write into an array a clone shares.
 		d.seeds = append(d.seeds[:len(d.seeds):len(d.seeds)], a.seeds...)
+		// In a canonical order: a sum's bytes then do not depend on the
+		// order its terms were added in (replies are summed as they arrive).
+		slices.SortFunc(d.seeds, bytes.Compare)
 		d.ct.Value[1] = ring.Poly{}
 		return nil
 	}

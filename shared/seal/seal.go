@@ -219,18 +219,31 @@ func AddInto(s Scheme, dst, src Vec) error {
 func Sum(s Scheme, vs ...Vec) (Vec, error) {
 	out := Vec{}
 	for _, v := range vs {
-		for ci, c := range v {
-			d, ok := out[ci]
-			if !ok {
-				out[ci] = s.Clone(c)
-				continue
-			}
-			if err := s.Add(d, c); err != nil {
-				return nil, fmt.Errorf("seal: add chunk %d: %w", ci, err)
-			}
+		if err := Accumulate(s, out, v); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// Accumulate adds src into the running sum acc, changing acc's chunks in
+// place (so they must be acc's own: chunks from Sum or Accumulate that were
+// not handed out yet) and copying the chunks of src that acc lacks: src
+// stays as it was and may be dropped at once. Sums do not depend on the
+// order of the additions, so a sum built as replies arrive equals the one
+// built from all of them at the end.
+func Accumulate(s Scheme, acc, src Vec) error {
+	for ci, c := range src {
+		d, ok := acc[ci]
+		if !ok {
+			acc[ci] = s.Clone(c)
+			continue
+		}
+		if err := s.Add(d, c); err != nil {
+			return fmt.Errorf("seal: add chunk %d: %w", ci, err)
+		}
+	}
+	return nil
 }
 
 // Restrict returns the part of v a client holding the given slots may see:
