@@ -197,21 +197,7 @@ func OpenSlots(k Key, v Vec, slots []int) ([]float64, error) {
 // place: a chunk of dst that receives a sum is replaced by a new one, so
 // chunks already handed out (Restrict) keep their values, and src stays
 // independent of dst.
-func AddInto(s Scheme, dst, src Vec) error {
-	for ci, c := range src {
-		d, ok := dst[ci]
-		if !ok {
-			dst[ci] = s.Clone(c)
-			continue
-		}
-		n := s.Clone(d)
-		if err := s.Add(n, c); err != nil {
-			return fmt.Errorf("seal: add chunk %d: %w", ci, err)
-		}
-		dst[ci] = n
-	}
-	return nil
-}
+func AddInto(s Scheme, dst, src Vec) error { return addChunks(s, dst, src, true) }
 
 // Sum returns the sum of the vectors, in new chunks: the inputs stay as
 // they were (one copy per chunk of the sum, against a rule every caller
@@ -232,16 +218,24 @@ func Sum(s Scheme, vs ...Vec) (Vec, error) {
 // stays as it was and may be dropped at once. Sums do not depend on the
 // order of the additions, so a sum built as replies arrive equals the one
 // built from all of them at the end.
-func Accumulate(s Scheme, acc, src Vec) error {
+func Accumulate(s Scheme, acc, src Vec) error { return addChunks(s, acc, src, false) }
+
+// addChunks adds src into dst chunk by chunk, into a copy of dst's chunk
+// if fresh is set.
+func addChunks(s Scheme, dst, src Vec, fresh bool) error {
 	for ci, c := range src {
-		d, ok := acc[ci]
+		d, ok := dst[ci]
 		if !ok {
-			acc[ci] = s.Clone(c)
+			dst[ci] = s.Clone(c)
 			continue
+		}
+		if fresh {
+			d = s.Clone(d)
 		}
 		if err := s.Add(d, c); err != nil {
 			return fmt.Errorf("seal: add chunk %d: %w", ci, err)
 		}
+		dst[ci] = d
 	}
 	return nil
 }
