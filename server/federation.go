@@ -607,7 +607,7 @@ func (s *saver) flush() {
 	if cp == nil {
 		return
 	}
-	cp.Encode() // here, off the federation's lock
+	// The round part is encoded in write, here, off the federation's lock.
 	if err := s.write(cp); err != nil {
 		s.log.Error("checkpoint not written", "round", cp.Round, "error", err)
 	}
@@ -634,7 +634,7 @@ func (s *saver) write(cp *protocol.Checkpoint) error {
 		s.setup = nil // on disk
 	}
 	s.mu.Unlock()
-	if err := writeFileAtomic(filepath.Join(s.dir, "round.bin"), cp.RoundData); err != nil {
+	if err := writeFileAtomicFrom(filepath.Join(s.dir, "round.bin"), cp.WriteRound); err != nil {
 		return err
 	}
 	s.mu.Lock()

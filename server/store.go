@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -22,13 +24,29 @@ import (
 // leaves either the old file or the new one: temporary file, fsync,
 // rename, fsync of the directory.
 func writeFileAtomic(path string, data []byte) error {
+	return writeFileAtomicFrom(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeFileAtomicFrom is writeFileAtomic with the contents written by
+// write, through a buffer: a checkpoint streams its dual values to disk
+// instead of building them in memory first.
+func writeFileAtomicFrom(path string, write func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
-	if _, err := f.Write(data); err != nil {
+	bw := bufio.NewWriterSize(f, 256<<10)
+	if err := write(bw); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := bw.Flush(); err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return err

@@ -7,6 +7,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -64,43 +65,74 @@ type roundCapture struct {
 	sealedW []seal.Vec
 }
 
-// Encode encodes the round part, once, and returns cp. Not safe for
-// concurrent use: one goroutine encodes a checkpoint.
+// Encode encodes the round part into RoundData, once, and returns cp. Not
+// safe for concurrent use: one goroutine encodes a checkpoint.
 func (cp *Checkpoint) Encode() *Checkpoint {
 	rc := cp.capture
 	if rc == nil {
 		return cp
 	}
+	var b bytes.Buffer
+	b.Grow(rc.size())
+	if err := cp.WriteRound(&b); err != nil {
+		panic(fmt.Sprintf("checkpoint: %v", err)) // a bytes.Buffer: cannot fail
+	}
+	cp.RoundData = b.Bytes()
+	return cp
+}
+
+// WriteRound writes the round part to w (RoundData's bytes, which Restore
+// reads) without building it in memory first: the server's writer streams
+// it to disk (the dual values are 80 MB at 5,000 participants). Once: the
+// references it writes from are let go. With the round part encoded
+// already, it writes RoundData.
+func (cp *Checkpoint) WriteRound(w io.Writer) error {
+	rc := cp.capture
+	if rc == nil {
+		_, err := w.Write(cp.RoundData)
+		return err
+	}
 	cp.capture = nil
-	head := encodeGob(rc.rs)
-	// After the gob: the dual values, then the count of sealed shares of
-	// w and each (empty for none), every one as uvarint length and bytes.
-	vecs := append([]seal.Vec{rc.alpha}, rc.sealedW...)
-	size := len(head) + binary.MaxVarintLen64*(len(vecs)+1)
-	for _, v := range vecs {
+	// The gob, then the dual values, then the count of sealed shares of w
+	// and each (empty for none), every one as uvarint length and bytes.
+	if err := gob.NewEncoder(w).Encode(rc.rs); err != nil {
+		return fmt.Errorf("checkpoint: gob: %w", err)
+	}
+	var n [binary.MaxVarintLen64]byte
+	put := func(v seal.Vec) error {
+		size := 0
+		if v != nil {
+			size = seal.VecSize(rc.scheme, v)
+		}
+		if _, err := w.Write(binary.AppendUvarint(n[:0], uint64(size))); err != nil || v == nil {
+			return err
+		}
+		return seal.WriteVec(w, rc.scheme, v)
+	}
+	if err := put(rc.alpha); err != nil {
+		return err
+	}
+	if _, err := w.Write(binary.AppendUvarint(n[:0], uint64(len(rc.sealedW)))); err != nil {
+		return err
+	}
+	for _, v := range rc.sealedW {
+		if err := put(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// size is about the bytes of the round part (the gob's size a guess).
+func (rc *roundCapture) size() int {
+	size := 1 << 10
+	for _, v := range append([]seal.Vec{rc.alpha}, rc.sealedW...) {
+		size += binary.MaxVarintLen64
 		if v != nil {
 			size += seal.VecSize(rc.scheme, v)
 		}
 	}
-	b := append(make([]byte, 0, size), head...)
-	put := func(v seal.Vec) {
-		if v == nil {
-			b = binary.AppendUvarint(b, 0)
-			return
-		}
-		b = binary.AppendUvarint(b, uint64(seal.VecSize(rc.scheme, v)))
-		var err error
-		if b, err = seal.AppendVec(b, rc.scheme, v); err != nil {
-			panic(fmt.Sprintf("checkpoint: sealed vector: %v", err)) // our own ciphertexts: cannot fail
-		}
-	}
-	put(rc.alpha)
-	b = binary.AppendUvarint(b, uint64(len(rc.sealedW)))
-	for _, v := range rc.sealedW {
-		put(v)
-	}
-	cp.RoundData = b
-	return cp
+	return size
 }
 
 // decodeRound reads a round part: the gob, then (version 2) the sealed

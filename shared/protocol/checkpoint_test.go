@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"math"
 	"reflect"
 	"slices"
@@ -315,4 +316,60 @@ func BenchmarkCheckpointEncode(b *testing.B) {
 		written = len(cp.RoundData)
 	}
 	b.ReportMetric(float64(written)/1e6, "MB-written")
+}
+
+// TestWriteRound: the round part streamed to a writer (as the server's
+// checkpoint writer does) is what Encode builds in memory: it restores to
+// the same state, its sealed tail is the same bytes, and a writer's error
+// comes back.
+func TestWriteRound(t *testing.T) {
+	cfg := Config{Lambda: 1e-2, Inner: 10, Rounds: 3, Seed: 1}
+	cps := roundCheckpoints(t, cfg, gridBlocks(testData(120, 6, 4), 2, 2))
+	last := cps[len(cps)-1]
+	c, err := Restore(seal.Plaintext{Len: 64}, last.Setup, last.RoundData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := c.checkpoint().Encode().RoundData
+	var streamed bytes.Buffer
+	if err := c.checkpoint().WriteRound(&streamed); err != nil {
+		t.Fatal(err)
+	}
+	a, err := decodeRound(mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := decodeRound(streamed.Bytes())
+	if err != nil {
+		t.Fatalf("streamed: %v", err)
+	}
+	if !bytes.Equal(a.Alpha, b.Alpha) || len(a.Alpha) == 0 || !slices.Equal(a.W, b.W) || a.Round != b.Round || len(a.History) != len(b.History) {
+		t.Fatalf("streamed round %d (%d bytes of dual values) differs from the encoded round %d (%d bytes)", b.Round, len(b.Alpha), a.Round, len(a.Alpha))
+	}
+	if _, err := Restore(seal.Plaintext{Len: 64}, last.Setup, streamed.Bytes()); err != nil {
+		t.Fatalf("streamed round does not restore: %v", err)
+	}
+	// The sealed vectors after the gob, byte for byte.
+	if n := len(a.Alpha); !bytes.Equal(mem[len(mem)-n-1:], streamed.Bytes()[streamed.Len()-n-1:]) {
+		t.Error("the sealed tails differ")
+	}
+	for _, cut := range []int{0, 10, streamed.Len() / 2, streamed.Len() - 1} {
+		w := &failAfter{n: cut}
+		if err := c.checkpoint().WriteRound(w); err == nil {
+			t.Errorf("a writer failing after %d bytes: no error", cut)
+		}
+	}
+}
+
+// failAfter takes n bytes, then fails.
+type failAfter struct{ n int }
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if len(p) > f.n {
+		k := f.n
+		f.n = 0
+		return k, errors.New("disk full")
+	}
+	f.n -= len(p)
+	return len(p), nil
 }

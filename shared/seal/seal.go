@@ -20,6 +20,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/bits"
 	"sort"
@@ -308,6 +309,27 @@ func AppendVec(dst []byte, s Scheme, v Vec) ([]byte, error) {
 		binary.LittleEndian.PutUint32(out[at:], uint32(len(out)-at-4))
 	}
 	return out, nil
+}
+
+// WriteVec writes AppendVec's encoding of v to w a chunk at a time, through
+// one chunk-sized buffer: a checkpoint's dual values (80 MB at 5,000
+// participants) reach the disk without a copy of them all in memory.
+func WriteVec(w io.Writer, s Scheme, v Vec) error {
+	buf := binary.LittleEndian.AppendUint32([]byte{'h', 'v', 1}, uint32(len(v)))
+	for _, ci := range v.Indexes() {
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+		buf = binary.LittleEndian.AppendUint32(buf[:0], uint32(ci))
+		buf = append(buf, 0, 0, 0, 0)
+		var err error
+		if buf, err = s.AppendChunk(buf, v[ci]); err != nil {
+			return fmt.Errorf("seal: chunk %d: %w", ci, err)
+		}
+		binary.LittleEndian.PutUint32(buf[4:], uint32(len(buf)-8))
+	}
+	_, err := w.Write(buf)
+	return err
 }
 
 // UnmarshalVec decodes a sealed vector of at most maxChunks chunks, each
