@@ -765,7 +765,8 @@ func (c *Coordinator) await(name string, reply Kind, targets []int, next func(p 
 }
 
 // awaitSum is await for a phase whose handler needs the replies' sealed
-// vectors only as their sum (phaseSum), which it builds as they arrive.
+// vectors only as their sum (sumReplies, sumUpdating): it adds each into
+// p.sum as it arrives and keeps the reply without them.
 func (c *Coordinator) awaitSum(name string, reply Kind, targets []int, next func(p *phaseState)) {
 	c.awaitPhase(&phaseState{name: name, reply: reply, next: next, summed: true, sum: seal.Vec{}}, targets)
 }

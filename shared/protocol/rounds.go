@@ -123,27 +123,16 @@ func (hyfdcaRule) local(*Participant, Message) ([]Message, error) {
 
 func (hyfdcaRule) open(p *Participant, m Message) ([]Message, error) { return openFeatures(p, m) }
 
-// sumReplies adds the sealed vectors of the given clients' replies to
-// phase p: every reply's under awaitSum, which has added them already. On
-// an error the federation fails and ok is false.
+// sumReplies returns the sum of the sealed vectors of the given clients'
+// replies to phase p, which awaitSum has built as they arrived: the given
+// clients must be all that replied. Otherwise (a bug of ours) the
+// federation fails and ok is false.
 func (c *Coordinator) sumReplies(p *phaseState, clients []int) (seal.Vec, bool) {
-	if p.summed {
-		if len(clients) != len(p.replies) {
-			c.fail(fmt.Errorf("phase %s: a sum of %d of its %d replies asked for; it holds the sum of all", p.name, len(clients), len(p.replies)))
-			return nil, false
-		}
-		return p.sum, true
-	}
-	parts := make([]seal.Vec, 0, len(clients))
-	for _, k := range clients {
-		parts = append(parts, p.replies[k].Sealed)
-	}
-	sum, err := seal.Sum(c.scheme, parts...)
-	if err != nil {
-		c.fail(err)
+	if !p.summed || len(clients) != len(p.replies) {
+		c.fail(fmt.Errorf("phase %s: a sum of %d of its %d replies asked for; it holds the sum of all (awaited for sums: %v)", p.name, len(clients), len(p.replies), p.summed))
 		return nil, false
 	}
-	return sum, true
+	return p.sum, true
 }
 
 // noRefresh makes the set-up participants that returned eligible again:
@@ -423,7 +412,7 @@ func (c *Coordinator) selectUpdating() []int {
 	return sortedSet(targetSet)
 }
 
-// sumUpdating adds the sealed replies of a phase sent to the holders of
+// sumUpdating returns the sum, built as they arrived, of the sealed replies of a phase sent to the holders of
 // the round's updating groups (groupOf: the group a chunk belongs to). If a
 // holder left, the groups it holds do not update this round and their
 // chunks are left out; the others' sums are complete. It returns the
@@ -441,36 +430,18 @@ func (c *Coordinator) sumUpdating(p *phaseState, groupOf func(ci int) int) (targ
 	for _, gi := range c.updating {
 		keep[gi] = true
 	}
-	if p.summed {
-		// A chunk holds one group's values, added up from its holders
-		// only (check): the chunks of the groups kept are their sums.
-		for ci := range p.sum {
-			if !keep[groupOf(ci)] {
-				delete(p.sum, ci)
-			}
-		}
-		return targets, p.sum, true
-	}
-	parts := make([]seal.Vec, 0, len(targets))
-	for _, k := range targets {
-		v := p.replies[k].Sealed
-		if len(p.dropped) > 0 {
-			kept := seal.Vec{}
-			for ci, ch := range v {
-				if keep[groupOf(ci)] {
-					kept[ci] = ch
-				}
-			}
-			v = kept
-		}
-		parts = append(parts, v)
-	}
-	sum, err := seal.Sum(c.scheme, parts...)
-	if err != nil {
-		c.fail(err)
+	if !p.summed {
+		c.fail(fmt.Errorf("phase %s: not awaited for sums", p.name))
 		return nil, nil, false
 	}
-	return targets, sum, true
+	// A chunk holds one group's values, added up from its holders only
+	// (check): the chunks of the groups kept are their sums.
+	for ci := range p.sum {
+		if !keep[groupOf(ci)] {
+			delete(p.sum, ci)
+		}
+	}
+	return targets, p.sum, true
 }
 
 // withoutGroupsOf drops from the round's updating groups those held by any
