@@ -412,9 +412,9 @@ func (c *Coordinator) selectUpdating() []int {
 	return sortedSet(targetSet)
 }
 
-// sumUpdating returns the sum, built as they arrived, of the sealed replies of a phase sent to the holders of
-// the round's updating groups (groupOf: the group a chunk belongs to). If a
-// holder left, the groups it holds do not update this round and their
+// sumUpdating returns the sum, built as they arrived, of the sealed replies
+// of a phase sent to the holders of the round's updating groups (groupOf:
+// the group a chunk belongs to). If a holder left, the groups it holds do not update this round and their
 // chunks are left out; the others' sums are complete. It returns the
 // remaining holders; ok is false when the round went on without a step (no
 // group left) or the federation failed.
