@@ -57,18 +57,26 @@ func (s *sim) momentum(prev []float64) {
 	if t == 0 {
 		return
 	}
-	for i, m := range d {
-		if m != 0 {
-			s.alpha[i] += t * m
-		}
+	s.move(t, d, u, nil)
+	s.momSteps = append(s.momSteps, t)
+}
+
+// move adds t times the dual change d (one entry per sample), its primal
+// part u and its margins' change xu (nil: computed from u) to the state.
+func (s *sim) move(t float64, d, u, xu []float64) {
+	for i, v := range d {
+		s.alpha[i] += t * v
 	}
 	for j, v := range u {
 		s.w[j] += t * v
 	}
 	for i := range s.z {
-		s.z[i] += t * dotDense(p.Full[i], u)
+		if xu != nil {
+			s.z[i] += t * xu[i]
+		} else {
+			s.z[i] += t * dotDense(s.p.Full[i], u)
+		}
 	}
-	s.momSteps = append(s.momSteps, t)
 }
 
 // momentumClipped is the momc option: the previous round's change as a
@@ -136,15 +144,11 @@ func (s *sim) momentumClipped(prev []float64) {
 	if g <= 0 {
 		return
 	}
+	full := make([]float64, p.N)
 	for k, i := range idx {
-		s.alpha[i] += da[k]
+		full[i] = da[k]
 	}
-	for j, v := range u {
-		s.w[j] += v
-	}
-	for i := range s.z {
-		s.z[i] += dotDense(p.Full[i], u)
-	}
+	s.move(1, full, u, nil)
 	s.momSteps = append(s.momSteps, t)
 }
 
@@ -226,14 +230,6 @@ func (s *sim) momentumProjected(prev []float64) {
 		}
 		t = best
 	}
-	for i, v := range d {
-		s.alpha[i] += t * v
-	}
-	for j, v := range u {
-		s.w[j] += t * v
-	}
-	for i := range s.z {
-		s.z[i] += t * xu[i]
-	}
+	s.move(t, d, u, xu)
 	s.momSteps = append(s.momSteps, t*b0)
 }
