@@ -70,6 +70,9 @@ type cmpAlgo struct {
 	// is for horizontal partitions only).
 	Applies func(partition string) bool
 	Run     func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error)
+	// Same, if set, names the run params give: candidates with the same
+	// name run the same numbers, so the search runs the first only.
+	Same func(p *experiment.Prepared, params map[string]float64) string
 }
 
 // cmpGrid is the paper's grid (the HyFDCA paper's supplement, sec. 2: hybrid partitions, the
@@ -113,6 +116,19 @@ func hyfdcaAlgo(lambda float64) cmpAlgo {
 			cfg := protocol.Defaults()
 			cfg.Lambda, cfg.Fraction, cfg.Rounds, cfg.IIC, cfg.Loss = lambda, s.Fraction, rounds, params["iic"], s.Loss
 			return runPoints(ctx, p, experiment.Options{Data: s.Data, Partition: s.Partition, Seed: seed, Plaintext: true, Config: cfg})
+		},
+		// IIC matters through the samples a group picks a round only: H
+		// filled up to its Gram's ciphertexts, and a group with no more
+		// samples than that picks them all, in the same order, whatever
+		// H is (at 5,000 clients every candidate is that run).
+		Same: func(p *experiment.Prepared, params map[string]float64) string {
+			h := protocol.BlockPicks(protocol.InnerFor(params["iic"], p.Data.NumTrain(), len(p.Blocks)))
+			for _, b := range p.Blocks {
+				if b.N() > h {
+					return fmt.Sprintf("picks %d", h)
+				}
+			}
+			return "every sample"
 		}}
 }
 
@@ -240,10 +256,19 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			rng := rand.New(rand.NewPCG(uint64(*seed), uint64(si*100+ai)))
 			best := &cmpResult{Setting: s, Algo: a.Name, PStar: ps}
 			bestLoss := math.Inf(1)
+			ran := map[string]string{} // a run's name (Same) -> the candidate that ran it
 			for c := 0; c < *budget; c++ {
 				params := map[string]float64{}
 				for _, pr := range a.Params {
 					params[pr.Name] = math.Exp(math.Log(pr.Lo) + rng.Float64()*(math.Log(pr.Hi)-math.Log(pr.Lo)))
+				}
+				if a.Same != nil {
+					name := a.Same(p, params)
+					if first, ok := ran[name]; ok {
+						progress(fmt.Sprintf("%s %s tune %s: the same run as %s (%s), not run again", s, a.Name, fmtParams(params), first, name))
+						continue
+					}
+					ran[name] = fmtParams(params)
 				}
 				pts, err := a.Run(ctx, p, s, params, *tuneRounds, *seed)
 				progress(fmt.Sprintf("%s %s tune %s", s, a.Name, fmtParams(params)))

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/hyfed/hyfed/shared/experiment"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -53,5 +54,22 @@ func TestCompareSmallGrid(t *testing.T) {
 		if err := runCompare(context.Background(), append(bad, "--out", out), &stdout, &stderr); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+// TestCompareSameRun: HyFDCA's candidates that pick the same samples a
+// round are one run (the search runs it once); more picks are another.
+func TestCompareSameRun(t *testing.T) {
+	p, err := experiment.Prepare(experiment.Options{Data: "synthetic:400,20", Partition: "horizontal:4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := hyfdcaAlgo(1e-3).Same
+	small, filled, all := same(p, map[string]float64{"iic": 0.02}), same(p, map[string]float64{"iic": 0.5}), same(p, map[string]float64{"iic": 5})
+	if small != filled {
+		t.Errorf("iic 0.02 and 0.5 both fill up to one ciphertext's picks, but are named %q and %q", small, filled)
+	}
+	if all == small || all != same(p, map[string]float64{"iic": 50}) {
+		t.Errorf("iic 5 and 50 pick every sample: named %q and %q (iic 0.02: %q)", all, same(p, map[string]float64{"iic": 50}), small)
 	}
 }

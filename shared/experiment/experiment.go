@@ -65,7 +65,8 @@ type Summary struct {
 	Partition     string             `json:"partition"`
 	Clients       int                `json:"clients"`
 	Step          string             `json:"step"`
-	GroupSteps    bool               `json:"group_steps,omitempty"` // the block step's cross-group step
+	GroupSteps    bool               `json:"group_steps,omitempty"`       // the block step's cross-group step
+	Shared        int                `json:"shared_directions,omitempty"` // the block step's leading directions priced apart
 	Scheme        string             `json:"scheme"`
 	Keys          string             `json:"keys,omitempty"` // "threshold"; absent: the shared key
 	SealPrimal    bool               `json:"seal_primal,omitempty"`
@@ -265,6 +266,7 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 	}
 	s.Step, s.Fraction, s.Rounds = cfg.Step, cfg.Fraction, cfg.Rounds
 	s.GroupSteps = cfg.GroupSteps && cfg.Step == protocol.StepBlock && !cfg.Baseline()
+	s.Shared = cfg.SharedDirections
 	if cfg.Baseline() {
 		s.Step = "" // the baselines have no step rule
 		if !cfg.Averaging() {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/hyfed/hyfed/shared/gram"
 	"github.com/hyfed/hyfed/shared/seal"
 	"github.com/hyfed/hyfed/shared/vec"
 )
@@ -136,6 +137,9 @@ func (c *Coordinator) gramsIn(p *phaseState) {
 	for _, k := range targets {
 		cs := c.clients[k]
 		m := Message{Kind: KindGramSum, Round: c.round, Sealed: seal.Vec{}, Report: report[k], Sigma: sigma, Centered: c.flow.groupSteps}
+		if c.cfg.SharedDirections > 0 {
+			m.SigmaShared = float64(len(c.updating))
+		}
 		for _, gi := range c.updating {
 			lg, ok := cs.localGroup[gi]
 			if !ok {
@@ -355,6 +359,10 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 	if !(m.Sigma >= 1) {
 		return nil, fmt.Errorf("participant: gram-sum: sigma %v below 1", m.Sigma)
 	}
+	shared := p.setup.Config.SharedDirections
+	if shared > 0 && !(m.SigmaShared >= m.Sigma) {
+		return nil, fmt.Errorf("participant: gram-sum: shared directions' scale %v below sigma %v", m.SigmaShared, m.Sigma)
+	}
 	report := p.reportSet(m.Report)
 	cl := p.key.Scheme().ChunkLen()
 	d := make([]float64, p.block.N())
@@ -399,7 +407,12 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 				t++
 			}
 		}
-		delta := p.solveGroup(picks, a, m.Sigma)
+		var delta []float64
+		if shared > 0 {
+			delta = p.solveGroup(picks, gram.Split(a, h, shared, m.Sigma, m.SigmaShared), 1)
+		} else {
+			delta = p.solveGroup(picks, a, m.Sigma)
+		}
 		limit := p.stepLimit(picks, delta)
 		for r, i := range picks {
 			d[i] = delta[r]

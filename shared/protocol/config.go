@@ -8,6 +8,7 @@ import (
 
 	"github.com/hyfed/hyfed/shared/averaging"
 	"github.com/hyfed/hyfed/shared/fedhybrid"
+	"github.com/hyfed/hyfed/shared/gram"
 
 	"github.com/hyfed/hyfed/shared/loss"
 	"github.com/hyfed/hyfed/shared/seal/threshold"
@@ -117,6 +118,16 @@ type Config struct {
 	// before it existed has none and reads as false, so a restored
 	// federation keeps the rule it ran.
 	GroupSteps bool `json:"group_steps"`
+	// SharedDirections (block step; gram.SharedDirections by default) is
+	// the number r of each group's leading directions (its picks' Gram's
+	// leading eigenvectors: the bias, the mean row, the next principal
+	// directions) that the group's subproblem prices at the number of
+	// updating groups, every group moving them alike, while the rest takes
+	// the adaptive sigma' (package gram). 0 prices everything at sigma'.
+	// Validate sets it to 0 for other steps and for the baselines. Always
+	// written, like GroupSteps: a checkpoint made before it existed reads
+	// as 0 and keeps the rule it ran.
+	SharedDirections int `json:"shared_directions"`
 
 	// Algo is the algorithm: hyfdca (the default) or one of the averaging
 	// baselines (package averaging: fedavg, hyfem-avg, hyfem-prox), which
@@ -191,7 +202,8 @@ const (
 func Defaults() Config {
 	return Config{Algo: AlgoHyFDCA, Loss: "hinge", Lambda: DefaultLambda, Step: StepBlock, IIC: DefaultIIC,
 		Fraction: 1, Rounds: DefaultRounds, Estimate: EstimateMeanField, Gamma: 1, GroupSteps: true,
-		Keys: KeysShared, KeyCommittee: DefaultKeyCommittee, KeyThreshold: DefaultKeyThreshold}
+		SharedDirections: gram.SharedDirections,
+		Keys:             KeysShared, KeyCommittee: DefaultKeyCommittee, KeyThreshold: DefaultKeyThreshold}
 }
 
 // InnerFor is H from IIC, the one formula: ceil(iic * N / clients), at
@@ -267,7 +279,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("config: step %q: want %s, %s or %s", c.Step, StepBlock, StepHyFed, StepPaper)
 	}
 	if c.Step != StepBlock || c.Baseline() {
-		c.GroupSteps = false // the block step's alone (on by default)
+		// the block step's alone (on by default)
+		c.GroupSteps, c.SharedDirections = false, 0
+	}
+	if c.SharedDirections < 0 || c.SharedDirections > MaxBlockPicks {
+		return fmt.Errorf("config: shared directions %d: want 0 (none) to %d", c.SharedDirections, MaxBlockPicks)
 	}
 	if !(c.Lambda > 0) || math.IsInf(c.Lambda, 0) {
 		return fmt.Errorf("config: lambda %v must be positive and finite", c.Lambda)

@@ -77,14 +77,15 @@ func TestGroupStepsDualNeverDecreases(t *testing.T) {
 	}
 }
 
-// TestGroupStepsEncryptedMatchesPlaintext: group steps give the same run,
-// bit for bit, under BGV as in plaintext, with a holder away for a while.
+// TestGroupStepsEncryptedMatchesPlaintext: group steps, with the groups'
+// shared directions priced apart, give the same run, bit for bit, under
+// BGV as in plaintext, with a holder away for a while.
 func TestGroupStepsEncryptedMatchesPlaintext(t *testing.T) {
 	d := testData(240, 9, 21)
 	for _, lossName := range []string{"hinge", "logistic"} {
 		t.Run(lossName, func(t *testing.T) {
 			cfg := Config{Lambda: 1e-2, Loss: lossName, Inner: 12, Fraction: 0.5, Rounds: 25, Seed: 5, GroupSteps: true,
-				BiasFeature: d.M() - 1, BiasValue: 1}
+				SharedDirections: 3, BiasFeature: d.M() - 1, BiasValue: 1}
 			var hist [2][]RoundMetrics
 			for i, scheme := range []seal.Scheme{seal.Plaintext{Len: 64}, bgvScheme(t)} {
 				f := newFedScheme(t, gridBlocks(d, 2, 3), cfg, scheme)

@@ -132,6 +132,9 @@ type Message struct {
 	// is the exact Gram).
 	Sigma float64   `json:",omitempty"`
 	Kappa []float64 `json:",omitempty"`
+	// gram-sum under Config.SharedDirections: the scale (>= Sigma, the
+	// number of updating groups) of each group's leading directions.
+	SigmaShared float64 `json:",omitempty"`
 	// gram-sum under GroupSteps: also solve each subproblem against the
 	// Gram of the picks less their mean row, a second direction (the
 	// server prices what the groups share). trial: per entry of Groups,

@@ -751,7 +751,7 @@ func finiteFields(m Message) error {
 		name string
 		vs   []float64
 	}{{"W", m.W}, {"Grid", m.Grid}, {"GroupStats", m.GroupStats}, {"Gamma", []float64{m.Gamma}},
-		{"Sigma", []float64{m.Sigma}}, {"Kappa", m.Kappa}, {"GroupScale", m.GroupScale}, {"GroupCentered", m.GroupCentered}} {
+		{"Sigma", []float64{m.Sigma}}, {"SigmaShared", []float64{m.SigmaShared}}, {"Kappa", m.Kappa}, {"GroupScale", m.GroupScale}, {"GroupCentered", m.GroupCentered}} {
 		for i, v := range f.vs {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return fmt.Errorf("%s message: field %s[%d] is %v, not a finite number", m.Kind, f.name, i, v)

@@ -232,6 +232,9 @@ func fields(m *Message) string {
 	if m.Sigma != 0 {
 		add("sigma", num(m.Sigma))
 	}
+	if m.SigmaShared != 0 {
+		add("sigma-shared", num(m.SigmaShared))
+	}
 	if len(m.Kappa) > 0 {
 		add("kappa", nums(m.Kappa))
 	}

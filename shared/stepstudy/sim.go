@@ -81,6 +81,15 @@ type Config struct {
 	//           groups' coupling ||sum_g u_g||^2 / sum_g ||u_g||^2 from the
 	//           per-group primal directions it sees anyway, and sends it
 	//           (clamped to [1, updating groups]) as the next round's sigma'
+	//   ms      mean split: each group's model prices the direction of its
+	//           picks' mean row (computable from the Gram: G1) at the
+	//           number of updating groups (every group moves it alike)
+	//           and the rest at sigma' (1 with s1, adaptive with as)
+	//   mseN    ms with the picks' top N principal directions (exact
+	//           eigenvectors, gonum) instead of the mean row; msa: all
+	//           with an eigenvalue above the mean
+	//   spN     the product's form of mseN: gram.Split with r = N (its
+	//           leading subspace found by subspace iteration)
 	//   cgN     N extra projected-gradient iterations on each group's QP
 	//           with exact Gram-vector products (2 trips each)
 	//   mom     dual momentum (hinge): after the round's step, the exact
@@ -135,6 +144,9 @@ type method struct {
 	fam, co, co2    bool
 	gp, gs, ak, s1  bool
 	as, mom, momc   bool
+	ms              bool
+	msTop           int
+	split           int
 	momp, mompp     bool
 	momr            bool
 	cg              int
@@ -170,6 +182,20 @@ func parseMethod(s string) (method, error) {
 			m.sh = true
 		case o == "as":
 			m.as = true
+		case o == "ms":
+			m.ms = true
+		case strings.HasPrefix(o, "sp"):
+			if _, err := fmt.Sscanf(o, "sp%d", &m.split); err != nil || m.split < 1 {
+				return m, fmt.Errorf("method %q: bad %q", s, o)
+			}
+			m.ms = true
+		case o == "msa":
+			m.ms, m.msTop = true, -1
+		case strings.HasPrefix(o, "mse"):
+			if _, err := fmt.Sscanf(o, "mse%d", &m.msTop); err != nil || m.msTop < 1 {
+				return m, fmt.Errorf("method %q: bad %q", s, o)
+			}
+			m.ms = true
 		case o == "mom":
 			m.mom = true
 		case o == "momc":

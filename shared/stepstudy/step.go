@@ -2,6 +2,10 @@ package stepstudy
 
 import (
 	"math"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/hyfed/hyfed/shared/gram"
 )
 
 // groupStep is one updating group's work in a round.
@@ -103,6 +107,21 @@ func (s *sim) round(upd []int, res *Result) float64 {
 		}
 	case s.m.biasPriced && p.BiasFeature >= 0:
 		s.biasPriced(steps, ku)
+	case s.m.ms:
+		km := float64(len(upd))
+		for _, st := range steps {
+			orig := st.a
+			if s.m.split > 0 {
+				st.a = gram.Split(orig, len(st.idx), s.m.split, ku*st.kappa, km*st.kappa)
+			} else if s.m.msTop != 0 {
+				st.a = eigenSplit(orig, len(st.idx), s.m.msTop, ku*st.kappa, km*st.kappa)
+			} else {
+				st.a = meanSplit(orig, len(st.idx), ku*st.kappa, km*st.kappa)
+			}
+			s.solveQP(st, 1, 0, 300)
+			st.a = orig
+		}
+		s.model = func(st *groupStep) float64 { return ku * st.kappa }
 	default:
 		for _, st := range steps {
 			s.solveQP(st, ku*st.kappa, 0, 300)
@@ -538,4 +557,62 @@ func (s *sim) measureKappa(steps []*groupStep) {
 			s.kappa[st.gi] = math.Min(float64(len(st.g.holders)), math.Max(1, full/part))
 		}
 	}
+}
+
+// meanSplit returns sr A + (sm - sr) g g^T / (1^T g), g = A 1: the model
+// Gram with the direction of the picks' mean row priced at sm and the rest
+// at sr (ms option). With X the picks' rows, X^T d's component along their
+// mean row m = X^T 1 / h is (A 1).d / sqrt(1^T A 1).
+func meanSplit(a []float64, h int, sr, sm float64) []float64 {
+	g := make([]float64, h)
+	t := 0.0
+	for x := 0; x < h; x++ {
+		for y := 0; y < h; y++ {
+			g[x] += a[x*h+y]
+		}
+		t += g[x]
+	}
+	out := make([]float64, h*h)
+	for x := 0; x < h; x++ {
+		for y := 0; y < h; y++ {
+			out[x*h+y] = sr * a[x*h+y]
+			if t > 0 {
+				out[x*h+y] += (sm - sr) * g[x] * g[y] / t
+			}
+		}
+	}
+	return out
+}
+
+// eigenSplit is meanSplit with the picks' top r principal directions (the
+// Gram's top eigenpairs) priced at sm instead of the mean row (mseN).
+func eigenSplit(a []float64, h, r int, sr, sm float64) []float64 {
+	var es mat.EigenSym
+	if !es.Factorize(mat.NewSymDense(h, append([]float64(nil), a...)), true) {
+		return meanSplit(a, h, sr, sm)
+	}
+	vals := es.Values(nil)
+	var vecs mat.Dense
+	es.VectorsTo(&vecs)
+	out := make([]float64, h*h)
+	for k := range out {
+		out[k] = sr * a[k]
+	}
+	mean := 0.0
+	for _, l := range vals {
+		mean += l / float64(h)
+	}
+	for j := h - 1; j >= 0 && (r < 0 || j >= h-r); j-- { // ascending order
+		l := vals[j]
+		if l <= 0 || r < 0 && l <= mean {
+			break
+		}
+		for x := 0; x < h; x++ {
+			vx := vecs.At(x, j)
+			for y := 0; y < h; y++ {
+				out[x*h+y] += (sm - sr) * l * vx * vecs.At(y, j)
+			}
+		}
+	}
+	return out
 }

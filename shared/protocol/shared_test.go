@@ -1,0 +1,143 @@
+package protocol
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/hyfed/hyfed/shared/gram"
+	"github.com/hyfed/hyfed/shared/loss"
+)
+
+// TestSharedDirectionsConfig: on by default for the block step only, off
+// for a configuration written before the field existed (a checkpoint keeps
+// the rule it ran), written when off, and refused out of range.
+func TestSharedDirectionsConfig(t *testing.T) {
+	if got := Defaults().SharedDirections; got != gram.SharedDirections {
+		t.Fatalf("Defaults(): %d shared directions, want %d", got, gram.SharedDirections)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*Config)
+		want int
+		err  string
+	}{
+		{"block", func(*Config) {}, gram.SharedDirections, ""},
+		{"block, none", func(c *Config) { c.SharedDirections = 0 }, 0, ""},
+		{"hyfed step", func(c *Config) { c.Step = StepHyFed }, 0, ""},
+		{"fedavg", func(c *Config) { c.Algo, c.StepA, c.StepB = "fedavg", 0.1, 1 }, 0, ""},
+		{"negative", func(c *Config) { c.SharedDirections = -1 }, 0, "shared directions -1"},
+		{"beyond the picks", func(c *Config) { c.SharedDirections = MaxBlockPicks + 1 }, 0, "shared directions 513"},
+	} {
+		cfg := Defaults()
+		cfg.Clients = 4
+		c.edit(&cfg)
+		err := cfg.Validate()
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want one naming %q", c.name, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if cfg.SharedDirections != c.want {
+			t.Errorf("%s: %d shared directions after Validate, want %d", c.name, cfg.SharedDirections, c.want)
+		}
+	}
+	var old Config
+	if err := json.Unmarshal([]byte(`{"loss":"hinge","lambda":0.001,"step":"block","rounds":5}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if old.SharedDirections != 0 {
+		t.Errorf("a configuration without shared_directions reads as %d", old.SharedDirections)
+	}
+	off := Defaults()
+	off.SharedDirections = 0
+	b, err := json.Marshal(off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"shared_directions":0`) {
+		t.Errorf("no shared directions is not written: %s", b)
+	}
+}
+
+// TestSharedDirectionsRun: with eight sample groups whose rows share their
+// mean (features in [0, 1) and a bias), every group's leading directions
+// reach the holders priced at the number of updating groups, the dual
+// never falls, the run ends near the optimum, and the rounds differ from
+// those without the split once sigma' has fallen below that number.
+func TestSharedDirectionsRun(t *testing.T) {
+	d := testData(400, 12, 4)
+	for _, lossName := range []string{"hinge", "logistic"} {
+		t.Run(lossName, func(t *testing.T) {
+			var hist [2][]RoundMetrics
+			for i, shared := range []int{0, 4} {
+				cfg := Config{Lambda: 1e-2, Loss: lossName, Inner: 12, Fraction: 0.75, Rounds: 120, Seed: 2, GroupSteps: true,
+					SharedDirections: shared, BiasFeature: d.M() - 1, BiasValue: 1}
+				f := newFed(t, gridBlocks(d, 8, 1), cfg)
+				split := 0
+				f.mem.Observe = func(toServer bool, _ int, m *Message) {
+					if toServer || m.Kind != KindGramSum {
+						return
+					}
+					if (m.SigmaShared != 0) != (shared > 0) || m.SigmaShared != 0 && m.SigmaShared < m.Sigma {
+						t.Errorf("gram-sum with sigma %v, shared %v (shared directions %d)", m.Sigma, m.SigmaShared, shared)
+					}
+					if m.SigmaShared > m.Sigma {
+						split++
+					}
+				}
+				hist[i] = f.run(t)
+				if shared > 0 && split == 0 {
+					t.Fatal("sigma' never fell below the number of updating groups: the split never applied")
+				}
+				prev := math.Inf(-1)
+				for _, r := range hist[i] {
+					if math.IsNaN(r.Dual) {
+						continue
+					}
+					if r.Dual < prev-1e-12*math.Abs(prev) {
+						t.Fatalf("shared %d, round %d: dual fell from %.12g to %.12g", shared, r.Round, prev, r.Dual)
+					}
+					prev = r.Dual
+				}
+				last := hist[i][len(hist[i])-1]
+				if !(last.Gap >= 0 && last.Gap < 1e-2*last.Primal) {
+					t.Fatalf("shared %d, last round: P=%v D=%v gap %v", shared, last.Primal, last.Dual, last.Gap)
+				}
+			}
+			differ := false
+			for r := range min(len(hist[0]), len(hist[1])) {
+				differ = differ || !same(hist[0][r].Dual, hist[1][r].Dual)
+			}
+			if !differ {
+				t.Fatal("the same rounds with and without shared directions")
+			}
+		})
+	}
+}
+
+// TestGramSumSharedScale: a gram-sum for a federation with shared
+// directions must carry their scale, at least sigma'; without it the
+// participant refuses the message and says why.
+func TestGramSumSharedScale(t *testing.T) {
+	for _, c := range []struct {
+		sigma, shared float64
+		err           string
+	}{
+		{2, 0, "shared directions' scale 0 below sigma 2"},
+		{3, 2, "shared directions' scale 2 below sigma 3"},
+		{2, math.NaN(), "below sigma"},
+	} {
+		p := &Participant{setup: &Setup{Config: Config{SharedDirections: 4}}}
+		p.loss, _ = loss.Parse("hinge")
+		_, err := p.onGramSum(Message{Kind: KindGramSum, Sigma: c.sigma, SigmaShared: c.shared})
+		if err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("sigma %v, shared %v: error %v, want one naming %q", c.sigma, c.shared, err, c.err)
+		}
+	}
+}
