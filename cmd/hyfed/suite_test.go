@@ -143,7 +143,7 @@ func TestSuiteQuick(t *testing.T) {
 				t.Errorf("%s row %d: the default step ends at relative loss %v", name, i, rel[2])
 			}
 		}
-		if !regexp.MustCompile(`Targets met: block in \d+ of \d+ rows; hyfed in \d+ of \d+ rows\.`).MatchString(sec) {
+		if !regexp.MustCompile(`Targets met: block in \d+ of \d+ rows, \d+ missed; hyfed in \d+ of \d+ rows, \d+ missed\.`).MatchString(sec) {
 			t.Errorf("%s: no target counts per step rule", name)
 		}
 		// The overview at the top has the section's line.
