@@ -20,7 +20,9 @@ import (
 //  2. gram-sum: the server adds the ciphertexts per group and returns each
 //     holder its groups' sums; every holder solves the group's
 //     H-dimensional box-constrained dual subproblem (sequential SDCA on the
-//     picks against that Gram, scaled by sigma' and kappa) until a sweep
+//     picks against that Gram, scaled by kappa, its leading directions by
+//     the number of updating groups and the rest by sigma': gram.Split,
+//     Config.SharedDirections) until a sweep
 //     adds less than 1e-5 of its gain (solveSweepGain) and gets
 //     the same direction from the same numbers, then sends its share of dw
 //     as under the hyfed rule (plus, for the groups it reports, the

@@ -201,9 +201,8 @@ const (
 // step's search, the quorum) are filled by Validate.
 func Defaults() Config {
 	return Config{Algo: AlgoHyFDCA, Loss: "hinge", Lambda: DefaultLambda, Step: StepBlock, IIC: DefaultIIC,
-		Fraction: 1, Rounds: DefaultRounds, Estimate: EstimateMeanField, Gamma: 1, GroupSteps: true,
-		SharedDirections: gram.SharedDirections,
-		Keys:             KeysShared, KeyCommittee: DefaultKeyCommittee, KeyThreshold: DefaultKeyThreshold}
+		Fraction: 1, Rounds: DefaultRounds, Estimate: EstimateMeanField, Gamma: 1, GroupSteps: true, SharedDirections: gram.SharedDirections,
+		Keys: KeysShared, KeyCommittee: DefaultKeyCommittee, KeyThreshold: DefaultKeyThreshold}
 }
 
 // InnerFor is H from IIC, the one formula: ceil(iic * N / clients), at
