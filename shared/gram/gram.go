@@ -121,25 +121,25 @@ func leading(a []float64, h, r int) [][]float64 {
 		c := j * h / r
 		v = append(v, append([]float64(nil), a[c*h:(c+1)*h]...))
 	}
-	v = orthonormal(v, a, h)
-	for it := 0; it < subspaceIters && len(v) > 0; it++ {
-		for j := range v {
-			v[j] = mulSym(a, h, v[j])
-		}
-		v = orthonormal(v, a, h)
-	}
-	return v
-}
-
-// orthonormal orthonormalises v by modified Gram-Schmidt (twice, for
-// accuracy) and drops the vectors that fall below 1e-10 of the scale of
-// A's diagonal: directions A has (almost) nothing along.
-func orthonormal(v [][]float64, a []float64, h int) [][]float64 {
 	tr := 0.0
 	for x := 0; x < h; x++ {
 		tr += a[x*h+x]
 	}
 	floor := 1e-10 * math.Max(tr, 1e-300)
+	v = orthonormal(v, floor)
+	for it := 0; it < subspaceIters && len(v) > 0; it++ {
+		for j := range v {
+			v[j] = mulSym(a, h, v[j])
+		}
+		v = orthonormal(v, floor)
+	}
+	return v
+}
+
+// orthonormal orthonormalises v by modified Gram-Schmidt (twice, for
+// accuracy) and drops the vectors whose norm falls below floor (1e-10 of
+// A's trace: directions A has almost nothing along).
+func orthonormal(v [][]float64, floor float64) [][]float64 {
 	out := v[:0]
 	for _, x := range v {
 		for pass := 0; pass < 2; pass++ {
