@@ -84,6 +84,26 @@ func (m *meddler) Write(ctx context.Context, f []byte) error {
 		}
 		m.send(ctx, bad)
 	}
+	if msg.Round == 5 && (msg.Kind == protocol.KindIPPart || msg.Kind == protocol.KindGramPart) && len(msg.Sealed) > 0 && m.once("short") {
+		bad := msg
+		bad.Sealed = seal.Vec{}
+		for ci, c := range msg.Sealed {
+			// a chunk one value short of its layout: it would not add to
+			// the other holders' (bad-field)
+			n := seal.Len(m.scheme, c)
+			if n < 2 {
+				continue
+			}
+			short, err := seal.Trim(m.scheme, c, n-1)
+			if err != nil {
+				panic(err)
+			}
+			bad.Sealed[ci] = short
+		}
+		if len(bad.Sealed) > 0 {
+			m.send(ctx, bad)
+		}
+	}
 	if err := m.Conn.Write(ctx, f); err != nil {
 		return err
 	}
@@ -179,7 +199,7 @@ func TestBadMessagesChangeNothing(t *testing.T) {
 	if dials != 1 {
 		t.Fatalf("the meddling participant connected %d times: the server dropped it", dials)
 	}
-	wantCodes := map[string]int{protocol.CodeBadMessage: 3, protocol.CodeOutOfPhase: 4, protocol.CodeBadField: 2}
+	wantCodes := map[string]int{protocol.CodeBadMessage: 3, protocol.CodeOutOfPhase: 4, protocol.CodeBadField: 3}
 	got := map[string]int{}
 	for _, c := range med.codes {
 		got[c]++

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -48,6 +49,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	ordered := fs.Bool("ordered", false, "register the participants one after another in block order (as hyfed sim does, so that the server numbers them as an in-process experiment would); default: up to 8 at once, as they come")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the server process over the timed rounds (see --profile) to FILE")
 	memProfile := fs.String("memprofile", "", "write the server's heap profile at the end of the timed rounds to FILE, and at their start to FILE.base (go tool pprof -sample_index=alloc_space -base FILE.base FILE: what the rounds allocated)")
+	partProfile := fs.String("participants-cpuprofile", "", "write a CPU profile (pprof) of the simulated participants (this process) over the timed rounds to FILE")
 	window := fs.String("profile", "rounds", "what -cpuprofile and -memprofile cover: rounds (1 to --rounds) or registration")
 	groupSteps := fs.Bool("group-steps", protocol.Defaults().GroupSteps, "block step: the server weighs each sample group's direction and a second one (--group-steps=false: one line search for all)")
 	keys := fs.String("keys", protocol.KeysShared, "who can open a sum: shared (one key from the link) or threshold (a key committee switches every sum to its receiver's own key)")
@@ -139,6 +141,15 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stderr, "bench-net: %d participants (%s of %s), %s, %d rounds, each on its own websocket to %s\n",
 		len(blocks), *spec, p.Data.Name, *algo, *rounds, base)
 	clk := &roundClock{pid: pid, rounds: *rounds, stderr: stderr}
+	if *partProfile != "" {
+		if clk.partProf, err = os.Create(*partProfile); err != nil {
+			return fmt.Errorf("--participants-cpuprofile: %w", err)
+		}
+		defer func() {
+			clk.stopParticipantsProfile()
+			clk.partProf.Close()
+		}()
+	}
 	if *cpuProfile != "" || *memProfile != "" {
 		clk.window = *window
 	}
@@ -305,6 +316,18 @@ type roundClock struct {
 	ended      bool
 	seen       int
 	peak       int64 // the largest VmHWM read (the lifetime peak: it is reset after each read)
+	// partProf: the participants' CPU profile over the timed rounds;
+	// profiling while it runs.
+	partProf  *os.File
+	profiling bool
+}
+
+// stopParticipantsProfile ends the participants' CPU profile if it runs.
+func (c *roundClock) stopParticipantsProfile() {
+	if c.profiling {
+		pprof.StopCPUProfile()
+		c.profiling = false
+	}
 }
 
 func (c *roundClock) sample() procSample {
@@ -349,6 +372,7 @@ func (c *roundClock) see(m *protocol.Message) {
 			if c.window == "rounds" {
 				c.signal(syscall.SIGUSR2)
 			}
+			c.stopParticipantsProfile()
 		}
 		return
 	}
@@ -363,6 +387,13 @@ func (c *roundClock) see(m *protocol.Message) {
 	c.marks[m.Round] = &s
 	if m.Round == 1 && c.window == "rounds" {
 		c.signal(syscall.SIGUSR1)
+	}
+	if m.Round == 1 && c.partProf != nil && !c.profiling {
+		if err := pprof.StartCPUProfile(c.partProf); err != nil {
+			fmt.Fprintf(c.stderr, "bench-net: participants' profile: %v\n", err)
+		} else {
+			c.profiling = true
+		}
 	}
 }
 

@@ -300,7 +300,7 @@ func sealSummand(k seal.Key, v []float64, bound float64) (seal.Vec, error) {
 		slots[j], vals[j] = j, hi
 		slots[m+j], vals[m+j] = m+j, (x-hi)*limb // |.| <= 1/2, exact
 	}
-	sv, err := seal.SealSlots(k, slots, vals)
+	sv, err := seal.SealSlots(k, slots, vals, nil)
 	if err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}

@@ -101,7 +101,7 @@ func (r averagingRule) local(p *Participant, m Message) ([]Message, error) {
 				v, p.block.Features[j], lim, m.ActiveHolders[j], averaging.ErrDiverged)
 		}
 	}
-	v, err := seal.SealSlots(p.key, p.block.Features, w)
+	v, err := seal.SealSlots(p.key, p.block.Features, w, p.featureSpan())
 	if err != nil {
 		return nil, fmt.Errorf("participant: local: %w", err)
 	}

@@ -71,9 +71,10 @@ var gramFillLen = seal.Plaintext{}.ChunkLen()
 
 // fillPicks returns the picks from H = h: the most whose packed Gram still
 // fits the chunks of chunkLen slots that H's takes (at most MaxBlockPicks).
-// A sealed chunk costs the same however many of its slots hold a value, so
-// the last chunk's unused slots are picks for free: the same ciphertexts,
-// bytes and trips, more samples per round. With chunks of 4,096 slots H =
+// A sealed chunk costs the same sealing and opening work however many of
+// its slots hold a value (its bytes follow its values), so the last chunk's
+// unused slots are picks at the cost of their bytes: the same ciphertexts
+// and trips, more samples per round. With chunks of 4,096 slots H =
 // 67 becomes 90 (one chunk), 225 becomes 238 (seven), 449 becomes 452
 // (25).
 func fillPicks(h, chunkLen int) int {
@@ -91,6 +92,12 @@ func fillPicks(h, chunkLen int) int {
 	}
 	return max(h, min(f, MaxBlockPicks))
 }
+
+// gramPicks is the most samples a group of train training samples picks
+// under cfg: its Gram's span, the packed triangle its holders seal (padded
+// with zeros when fewer samples violate optimality, so that the server can
+// check every holder's chunk without learning the picks).
+func gramPicks(cfg Config, train int) int { return min(blockPicks(cfg), train) }
 
 // gramChunks is the number of chunks the packed upper triangle of an h x h
 // Gram takes.
@@ -311,7 +318,7 @@ func (p *Participant) onGram(m Message) ([]Message, error) {
 	x := p.block.X
 	buf := make([]float64, len(p.block.Features))
 	bias := p.biasColumn()
-	var slots []int
+	var slots, span []int
 	var vals []float64
 	for j, g := range m.Groups {
 		if g < 0 || g >= len(p.groupTrain) || m.GramAt[j] < 0 || m.GramAt[j] > DefaultLimits.MaxChunks {
@@ -330,6 +337,10 @@ func (p *Participant) onGram(m Message) ([]Message, error) {
 		p.picks[g], p.gramAt[g] = picks, m.GramAt[j]
 		// The packed upper triangle, row by row, from the group's first chunk.
 		slot := m.GramAt[j] * cl
+		hs := gramPicks(p.setup.Config, len(p.groupTrain[g]))
+		for t := range hs * (hs + 1) / 2 {
+			span = append(span, slot+t)
+		}
 		tri := len(picks) * (len(picks) + 1) / 2
 		slots, vals = slices.Grow(slots, tri), slices.Grow(vals, tri)
 		for a, i := range picks {
@@ -345,7 +356,7 @@ func (p *Participant) onGram(m Message) ([]Message, error) {
 			}
 		}
 	}
-	v, err := seal.SealSlots(p.key, slots, vals)
+	v, err := seal.SealSlots(p.key, slots, vals, span)
 	if err != nil {
 		return nil, fmt.Errorf("participant: gram: %w", err)
 	}

@@ -338,6 +338,12 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 	if c.alpha, err = seal.UnmarshalVec(scheme, rs.Alpha, maxChunks); err != nil {
 		return nil, fmt.Errorf("restore: dual values: %w", err)
 	}
+	if err := c.restoreLens(c.norms, len(c.chunkGroup), c.sampleExtent); err != nil {
+		return nil, fmt.Errorf("restore: norms: %w", err)
+	}
+	if err := c.restoreLens(c.alpha, len(c.chunkGroup), c.sampleExtent); err != nil {
+		return nil, fmt.Errorf("restore: dual values: %w", err)
+	}
 	if len(st.GroupStats) != 2*len(c.groups) || len(rs.W) != c.numFeatures || len(rs.HatW) != len(c.clients) {
 		return nil, fmt.Errorf("restore: saved state does not match the registrations")
 	}
@@ -373,6 +379,10 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 				if cs.sealedW, err = seal.UnmarshalVec(scheme, rs.SealedW[k], c.numFeatures/scheme.ChunkLen()+1); err != nil {
 					return nil, fmt.Errorf("restore: client %d: sealed share of w: %w", k, err)
 				}
+				chunks := (c.numFeatures + scheme.ChunkLen() - 1) / scheme.ChunkLen()
+				if err := c.restoreLens(cs.sealedW, chunks, c.featureExtent); err != nil {
+					return nil, fmt.Errorf("restore: client %d: sealed share of w: %w", k, err)
+				}
 			}
 			continue
 		}
@@ -396,4 +406,30 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 		c.waiting = true
 	}
 	return c, nil
+}
+
+// restoreLens checks that the chunks of v, read from a checkpoint, lie in
+// the layout's first chunks and seal their extent, cutting to it the
+// chunks of a checkpoint written before chunks sealed only their span
+// (they hold every slot's value).
+func (c *Coordinator) restoreLens(v seal.Vec, chunks int, extent func(ci int) int) error {
+	spans := seal.Spans(c.scheme)
+	for ci, ch := range v {
+		if ci >= chunks {
+			return fmt.Errorf("chunk %d beyond the layout's %d", ci, chunks)
+		}
+		want := c.scheme.ChunkLen()
+		if spans {
+			want = extent(ci)
+			t, err := seal.Trim(c.scheme, ch, want)
+			if err != nil {
+				return fmt.Errorf("chunk %d: %w", ci, err)
+			}
+			v[ci] = t
+		}
+		if n := seal.Len(c.scheme, v[ci]); n != want {
+			return fmt.Errorf("chunk %d seals %d values, its layout %d", ci, n, want)
+		}
+	}
+	return nil
 }

@@ -402,3 +402,44 @@ func (f *failAfter) Write(p []byte) (int, error) {
 	f.n -= len(p)
 	return len(p), nil
 }
+
+// TestRestoreLegacyChunks: a checkpoint written when every chunk sealed all
+// of its slots restores cut to the layout (its chunks then add to those
+// sealed since); a chunk shorter than its layout, or beyond it, is refused.
+func TestRestoreLegacyChunks(t *testing.T) {
+	cfg := Config{Lambda: 1e-2, Inner: 10, Rounds: 3, Seed: 1}
+	cps := roundCheckpoints(t, cfg, gridBlocks(testData(120, 6, 4), 2, 2))
+	c, err := Restore(seal.Plaintext{Len: 64}, cps[2].Setup, cps[2].RoundData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.alpha) == 0 {
+		t.Fatal("no sealed dual values restored")
+	}
+	legacy := seal.Vec{}
+	for ci, ch := range c.alpha {
+		v := ch.(*seal.PlainChunk).V
+		if len(v) != c.sampleExtent(ci) || len(v) == 64 {
+			t.Fatalf("chunk %d restored with %d values, its group's extent %d", ci, len(v), c.sampleExtent(ci))
+		}
+		full := make([]float64, 64)
+		copy(full, v)
+		legacy[ci] = &seal.PlainChunk{V: full}
+	}
+	if err := c.restoreLens(legacy, len(c.chunkGroup), c.sampleExtent); err != nil {
+		t.Fatal(err)
+	}
+	for ci, ch := range legacy {
+		if got, want := ch.(*seal.PlainChunk).V, c.alpha[ci].(*seal.PlainChunk).V; !slices.Equal(got, want) {
+			t.Fatalf("legacy chunk %d cut to %v, want %v", ci, got, want)
+		}
+	}
+	for name, v := range map[string]seal.Vec{
+		"short":  {0: &seal.PlainChunk{V: []float64{1}}},
+		"beyond": {len(c.chunkGroup): &seal.PlainChunk{V: make([]float64, 64)}},
+	} {
+		if err := c.restoreLens(v, len(c.chunkGroup), c.sampleExtent); err == nil {
+			t.Errorf("%s chunk restored", name)
+		}
+	}
+}

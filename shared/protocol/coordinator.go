@@ -876,7 +876,7 @@ func (c *Coordinator) check(k int, m Message) error {
 				return fmt.Errorf("gram-part: sealed chunk %d lies outside the Grams of the client's updating groups", ci)
 			}
 		}
-		return nil
+		return c.checkLens(m, c.gramExtent)
 	case KindLocalPart:
 		if len(m.W) != 0 || len(m.HatW) != 0 || len(m.DW) != 0 {
 			return fmt.Errorf("local-part: plaintext weights: they travel sealed only")
@@ -938,7 +938,49 @@ func (c *Coordinator) check(k int, m Message) error {
 			return fmt.Errorf("%s: sealed chunk %d holds none of the client's samples", m.Kind, ci)
 		}
 	}
+	return c.checkLens(m, c.sampleExtent)
+}
+
+// checkLens checks that every chunk of m.Sealed seals as many values as
+// its layout gives it (extent: seal.SealSlots's span): a chunk of another
+// length would not add to the other holders' and fail the sum.
+func (c *Coordinator) checkLens(m Message, extent func(ci int) int) error {
+	spans := seal.Spans(c.scheme)
+	for ci, ch := range m.Sealed {
+		want := c.scheme.ChunkLen()
+		if spans {
+			want = extent(ci)
+		}
+		if n := seal.Len(c.scheme, ch); n != want {
+			return fmt.Errorf("%s: sealed chunk %d holds %d values, its layout %d", m.Kind, ci, n, want)
+		}
+	}
 	return nil
+}
+
+// sampleExtent is the span of chunk ci of the sample layout: its group's
+// slots in it (the group's holders seal them all).
+func (c *Coordinator) sampleExtent(ci int) int {
+	cl := c.scheme.ChunkLen()
+	g := c.groups[c.chunkGroup[ci]]
+	return min(cl, g.start+g.size-ci*cl)
+}
+
+// featureExtent is the span of chunk ci of the feature layout: every
+// feature in it.
+func (c *Coordinator) featureExtent(ci int) int {
+	cl := c.scheme.ChunkLen()
+	return min(cl, c.numFeatures-ci*cl)
+}
+
+// gramExtent is the span of chunk ci of the Gram layout: its part of the
+// packed triangle of gramPicks picks of the group (at most 0: a chunk the
+// triangle does not reach).
+func (c *Coordinator) gramExtent(ci int) int {
+	cl := c.scheme.ChunkLen()
+	per := gramChunks(blockPicks(c.cfg), cl)
+	h := gramPicks(c.cfg, c.groups[ci/per].train)
+	return min(cl, h*(h+1)/2-ci%per*cl)
 }
 
 // checkFeatureChunks checks that a sealed primal vector (feature layout)
@@ -954,7 +996,7 @@ func (c *Coordinator) checkFeatureChunks(k int, m Message) error {
 			return fmt.Errorf("%s: sealed chunk %d holds none of the client's features", m.Kind, ci)
 		}
 	}
-	return nil
+	return c.checkLens(m, c.featureExtent)
 }
 
 // disconnect records that client k went away; a phase waiting for it

@@ -235,7 +235,7 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 	for i := range norms {
 		norms[i] = p.block.X.RowNormSq(i)
 	}
-	v, err := seal.SealSlots(p.key, s.Slots, norms)
+	v, err := seal.SealSlots(p.key, s.Slots, norms, nil)
 	if err != nil {
 		return nil, fmt.Errorf("participant: norms: %w", err)
 	}
@@ -328,6 +328,10 @@ func (p *Participant) onRefresh(m Message) ([]Message, error) {
 	return []Message{{Kind: KindPrimal, Round: m.Round, Sealed: v}}, nil
 }
 
+// featureSpan is the span of a vector in the feature layout: every feature
+// (the participants' shares of a chunk are summed, and each holds others).
+func (p *Participant) featureSpan() []int { return seal.Span(p.block.NumFeatures) }
+
 // sealFeatures seals v/(lambda N), a vector on the block's features, in the
 // feature layout (slot = global feature index): the client's share of w or
 // of the round's direction u, for the server to add up (SealPrimal).
@@ -336,7 +340,7 @@ func (p *Participant) sealFeatures(v []float64) (seal.Vec, error) {
 	for j, x := range v {
 		s[j] = x / p.lambdaN
 	}
-	return seal.SealSlots(p.key, p.block.Features, s)
+	return seal.SealSlots(p.key, p.block.Features, s, p.featureSpan())
 }
 
 func (p *Participant) onStep(m Message) ([]Message, error) {
@@ -389,7 +393,7 @@ func (p *Participant) onStep(m Message) ([]Message, error) {
 			vals = append(vals, cfg.Gamma*d/float64(p.setup.Holders[i]))
 		}
 	}
-	v, err := seal.SealSlots(p.key, slots, vals)
+	v, err := seal.SealSlots(p.key, slots, vals, p.setup.Slots)
 	if err != nil {
 		return nil, fmt.Errorf("participant: step: %w", err)
 	}
@@ -492,7 +496,7 @@ func (p *Participant) onWeights(m Message) ([]Message, error) {
 	for i := range ips {
 		ips[i] = p.block.X.Dot(i, p.w)
 	}
-	v, err := seal.SealSlots(p.key, p.setup.Slots, ips)
+	v, err := seal.SealSlots(p.key, p.setup.Slots, ips, nil)
 	if err != nil {
 		return nil, fmt.Errorf("participant: inner products: %w", err)
 	}
@@ -552,7 +556,7 @@ func (p *Participant) onApply(m Message) ([]Message, error) {
 			vals = append(vals, p.increment(i, m.Gamma))
 		}
 	}
-	v, err := seal.SealSlots(p.key, slots, vals)
+	v, err := seal.SealSlots(p.key, slots, vals, p.setup.Slots)
 	if err != nil {
 		return nil, fmt.Errorf("participant: apply: %w", err)
 	}
@@ -581,7 +585,7 @@ func (p *Participant) onTrial(m Message) ([]Message, error) {
 	for i := range ts {
 		ts[i] = p.block.X.Dot(i, m.W)
 	}
-	v, err := seal.SealSlots(p.key, p.setup.Slots, ts)
+	v, err := seal.SealSlots(p.key, p.setup.Slots, ts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("participant: trial: %w", err)
 	}

@@ -152,6 +152,9 @@ func runs(s []string) string {
 	return "[" + strings.Join(out, " ") + "]"
 }
 
+// transcriptChunk is the chunk length of the transcripts' plaintext scheme.
+const transcriptChunk = 8
+
 // sealed prints a plaintext-sealed vector: its chunk count, its nonzero
 // values and each of them at its layout slot.
 func sealed(v seal.Vec) string {
@@ -163,7 +166,7 @@ func sealed(v seal.Vec) string {
 		}
 		for j, x := range pc.V {
 			if x != 0 {
-				vals = append(vals, fmt.Sprintf("%d=%s", i*len(pc.V)+j, num(x)))
+				vals = append(vals, fmt.Sprintf("%d=%s", i*transcriptChunk+j, num(x)))
 			}
 		}
 	}
@@ -369,7 +372,7 @@ func withSealPrimal(c Config) Config { c.SealPrimal = true; return c }
 // transcript.
 func runTranscript(t *testing.T, blocks []partition.Block, cfg Config, about string, script []scriptStep) string {
 	t.Helper()
-	scheme := seal.Plaintext{Len: 8}
+	scheme := seal.Plaintext{Len: transcriptChunk}
 	f := newFedScheme(t, blocks, cfg, scheme)
 	tr := &transcript{c: f.coord, mem: f.mem}
 	tr.printf("# %s\n# %s\n", about, configLine(cfg, len(blocks)))

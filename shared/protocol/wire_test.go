@@ -17,7 +17,7 @@ func wireSample(t testing.TB) (seal.Scheme, Message) {
 		t.Fatal(err)
 	}
 	k, _ := s.NewKey(testSecret.Derive(seal.KeyPurpose))
-	v, err := seal.SealSlots(k, []int{3, 4100}, []float64{0.5, -2})
+	v, err := seal.SealSlots(k, []int{3, 4100}, []float64{0.5, -2}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestWireRefuses(t *testing.T) {
 		"unknown field": {withHeader(`{"Kind":"ip","Evil":1}`), "unknown field"},
 		"not finite":    {withHeader(`{"Kind":"ip","Grid":[NaN]}`), "header"},
 		"trailing":      {append(append([]byte(nil), good...), 1), "after the message"},
-		"bad chunk":     {append(append([]byte(nil), good[:7+hdrLen+4+12]...), append([]byte{0}, good[7+hdrLen+4+13:]...)...), "sealed vector"},
+		"bad chunk":     {append(append([]byte(nil), good[:7+hdrLen+4+11]...), append([]byte{0}, good[7+hdrLen+4+12:]...)...), "sealed vector"},
 	}
 	for name, c := range cases {
 		lim := DefaultLimits
@@ -183,7 +183,7 @@ func TestDecodeDoesNotAlias(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.Sealed, err = seal.SealSlots(k, []int{3}, []float64{0.5}); err != nil {
+			if m.Sealed, err = seal.SealSlots(k, []int{3}, []float64{0.5}, nil); err != nil {
 				t.Fatal(err)
 			}
 			m.Alpha = m.Sealed
@@ -295,7 +295,7 @@ func BenchmarkEncodeMessage(b *testing.B) {
 	for i := range slots {
 		slots[i], vals[i] = i*s.ChunkLen(), 1
 	}
-	one, err := seal.SealSlots(key, slots, vals)
+	one, err := seal.SealSlots(key, slots, vals, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

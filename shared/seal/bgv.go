@@ -63,19 +63,37 @@ func (s *BGV) Name() string { return "bgv" }
 // ChunkLen implements Scheme: one value per ring coefficient.
 func (s *BGV) ChunkLen() int { return s.params.N() }
 
-// Cipher is a BGV chunk. A fresh ciphertext remembers the seed its uniform
-// part c1 was drawn from, so that it travels as c0 and 32 bytes, and a sum
-// of at most MaxSumSeeds fresh ciphertexts keeps their seeds instead of
-// adding their c1: it travels as c0 and the seeds, and the server never
-// expands a seed (the c1 of a sum is a public function of public seeds, so
-// sending the seeds tells nobody more than sending it).
+// Cipher is a BGV chunk: a ciphertext (c0, c1) whose phase c0 + c1*s is
+// m/t + e, of which only the first Len coefficients of c0 are kept.
+//
+// c0 is held in the coefficient domain, so that coefficient i carries
+// value i alone: a chunk that seals 48 values (a small sample group in a
+// 4,096-slot chunk) keeps and sends 48 coefficients of c0, not 4,096.
+// Leaving coefficients of c0 out tells nobody anything: the full c0 is
+// indistinguishable from uniform under RLWE, so any part of it is too (a
+// reduction that drops coordinates). Sums stay exact: coefficient-wise
+// addition needs only the kept coefficients, as long as every summand of a
+// chunk keeps the same ones (Add refuses others; seal.SealSlots's span fixes
+// them from the layout).
+//
+// A fresh ciphertext remembers the seed its uniform part c1 was drawn
+// from, so that it travels as c0 and 32 bytes, and a sum of at most
+// MaxSumSeeds fresh ciphertexts keeps their seeds instead of adding their
+// c1: it travels as c0 and the seeds, and the server never expands a seed
+// (the c1 of a sum is a public function of public seeds, so sending the
+// seeds tells nobody more than sending it). c1 is a whole polynomial when
+// held: opening one coefficient needs all of c1*s.
 type Cipher struct {
-	ct *rlwe.Ciphertext
-	// seeds, when not nil: c1 is the sum of their expansions (expand). c1
-	// (ct.Value[1]) is then either that sum or not held at all (no
-	// coefficients).
+	c0 []uint64 // coefficient domain, below q; 1 to N of them
+	// c1 in the NTT domain, or no coefficients when it is only its seeds'.
+	c1 ring.Poly
+	// seeds, when not nil: c1 is the sum of their expansions (expand).
 	seeds [][]byte
 }
+
+// Len is the number of values (slots from the chunk's first) the chunk
+// seals; the chunk's other slots are zero.
+func (ct *Cipher) Len() int { return len(ct.c0) }
 
 // MaxSumSeeds is the most seeds a sum keeps before it adds up its c1. An
 // opener expands every seed, about a third of the time opening a chunk
@@ -86,22 +104,24 @@ type Cipher struct {
 const MaxSumSeeds = 16
 
 // held reports whether c1's coefficients are held (not only as seeds).
-func (ct *Cipher) held() bool { return ct.ct.Value[1].Coeffs != nil }
+func (ct *Cipher) held() bool { return ct.c1.Coeffs != nil }
 
 func (s *BGV) cipher(c Chunk) (*Cipher, error) {
 	ct, ok := c.(*Cipher)
-	if !ok || ct == nil || ct.ct == nil {
+	if !ok || ct == nil {
 		return nil, fmt.Errorf("bgv: chunk of type %T", c)
 	}
-	if ct.ct.Degree() != 1 || ct.ct.Level() != s.params.MaxLevel() || ct.ct.Value[0].N() != s.params.N() ||
-		(ct.seeds == nil && !ct.held()) || (ct.held() && ct.ct.Value[1].N() != s.params.N()) {
-		return nil, fmt.Errorf("bgv: ciphertext of degree %d, level %d, ring degree %d does not match the parameters",
-			ct.ct.Degree(), ct.ct.Level(), ct.ct.Value[0].N())
+	n := s.params.N()
+	if len(ct.c0) == 0 || len(ct.c0) > n || (ct.seeds == nil && !ct.held()) ||
+		(ct.held() && (ct.c1.N() != n || ct.c1.Level() != 0)) {
+		return nil, fmt.Errorf("bgv: chunk of %d values (c1 held %v, %d seeds) does not match the parameters (1 to %d values)",
+			len(ct.c0), ct.held(), len(ct.seeds), n)
 	}
 	return ct, nil
 }
 
-// Add implements Scheme.
+// Add implements Scheme. Both chunks must seal the same number of values:
+// a coefficient one of them left out is not a sealed zero.
 func (s *BGV) Add(dst, src Chunk) error {
 	d, err := s.cipher(dst)
 	if err != nil {
@@ -111,10 +131,12 @@ func (s *BGV) Add(dst, src Chunk) error {
 	if err != nil {
 		return err
 	}
-	// Ring additions need no evaluator buffers, so this is safe for
-	// concurrent use on distinct chunks.
-	rq := s.params.RingQ().AtLevel(d.ct.Level())
-	rq.Add(d.ct.Value[0], a.ct.Value[0], d.ct.Value[0])
+	if len(d.c0) != len(a.c0) {
+		return fmt.Errorf("bgv: add a chunk of %d values to one of %d: summands must seal the same slots", len(a.c0), len(d.c0))
+	}
+	// Plain loops and ring additions need no evaluator buffers, so this
+	// is safe for concurrent use on distinct chunks.
+	addMod(d.c0, a.c0)
 	if d.seeds != nil && a.seeds != nil && len(d.seeds)+len(a.seeds) <= MaxSumSeeds {
 		// The seeds are never changed in place: clip so that appending
 		// does not write into an array a clone shares.
@@ -122,35 +144,62 @@ func (s *BGV) Add(dst, src Chunk) error {
 		// In a canonical order: a sum's bytes then do not depend on the
 		// order its terms were added in (replies are summed as they arrive).
 		slices.SortFunc(d.seeds, bytes.Compare)
-		d.ct.Value[1] = ring.Poly{}
+		d.c1 = ring.Poly{}
 		return nil
 	}
+	rq := s.params.RingQ()
 	if !d.held() {
-		d.ct.Value[1] = s.c1(d, rq.NewPoly())
+		d.c1 = s.c1(d, rq.NewPoly())
 	}
 	if a.held() {
-		rq.Add(d.ct.Value[1], a.ct.Value[1], d.ct.Value[1])
+		rq.Add(d.c1, a.c1, d.c1)
 	} else {
 		for _, seed := range a.seeds {
-			s.expandAdd(seed, d.ct.Value[1])
+			s.expandAdd(seed, d.c1)
 		}
 	}
 	d.seeds = nil
 	return nil
 }
 
+// addMod sets d = d + a mod q coefficient-wise.
+func addMod(d, a []uint64) {
+	a = a[:len(d)]
+	for i, v := range a {
+		if v += d[i]; v >= bgvQ {
+			v -= bgvQ
+		}
+		d[i] = v
+	}
+}
+
 // Clone implements Scheme.
 func (s *BGV) Clone(c Chunk) Chunk {
 	ct := c.(*Cipher)
-	out := &Cipher{ct: &rlwe.Ciphertext{Element: rlwe.Element[ring.Poly]{
-		Value: []ring.Poly{*ct.ct.Value[0].CopyNew(), {}}, MetaData: ct.ct.MetaData.CopyNew()}}}
+	out := &Cipher{c0: slices.Clone(ct.c0)}
 	if ct.held() {
-		out.ct.Value[1] = *ct.ct.Value[1].CopyNew()
+		out.c1 = *ct.c1.CopyNew()
 	}
 	if ct.seeds != nil {
 		out.seeds = ct.seeds[:len(ct.seeds):len(ct.seeds)] // never changed in place
 	}
 	return out
+}
+
+// Trim returns a copy of c that seals only its first n values: what a
+// chunk written before chunks kept only their values becomes once the
+// layout says how many it holds.
+func (s *BGV) Trim(c Chunk, n int) (Chunk, error) {
+	ct, err := s.cipher(c)
+	if err != nil {
+		return nil, err
+	}
+	if n < 1 || n > len(ct.c0) {
+		return nil, fmt.Errorf("bgv: trim a chunk of %d values to %d", len(ct.c0), n)
+	}
+	out := s.Clone(ct).(*Cipher)
+	out.c0 = out.c0[:n:n]
+	return out, nil
 }
 
 // WireSize implements Scheme.
@@ -159,20 +208,20 @@ func (s *BGV) WireSize(c Chunk) int {
 	if !ok || ct == nil {
 		return 0
 	}
-	return s.wireLen(len(ct.seeds))
+	return s.wireLen(len(ct.seeds), len(ct.c0))
 }
 
-// wireLen is the size of a chunk whose c1 travels as that many seeds (0:
-// whole).
-func (s *BGV) wireLen(seeds int) int {
-	poly := (s.params.MaxLevel() + 1) * s.params.N() * 8
+// wireLen is the size of a chunk of n values whose c1 travels as that many
+// seeds (0: whole).
+func (s *BGV) wireLen(seeds, n int) int {
+	c0 := 2 + 8*n
 	switch {
 	case seeds == 0:
-		return chunkHeader + 2*poly
+		return chunkHeader + c0 + 8*s.params.N()
 	case seeds == 1:
-		return chunkHeader + seedLen + poly
+		return chunkHeader + seedLen + c0
 	}
-	return chunkHeader + 1 + seeds*seedLen + poly
+	return chunkHeader + 1 + seeds*seedLen + c0
 }
 
 const (
@@ -180,16 +229,21 @@ const (
 	seedLen     = 32
 	flagSeeded  = 1 // c1 is one seed's expansion
 	flagSeeds   = 2 // c1 is the sum of several seeds' expansions
+	// bgvVersion is the chunk format: 2 sends c0's first n coefficients
+	// in the coefficient domain; 1 (still read: checkpoints written before
+	// it) sent all of c0 in the NTT domain.
+	bgvVersion = 2
 )
 
 // Marshal implements Scheme. The layout (little endian):
 //
-//	"hc" version=1 param-id log2(N) level elements=2 flags
+//	"hc" version=2 param-id log2(N) level elements=2 flags
 //	[32-byte seed of c1 if flags&1]
 //	[count k in 2..MaxSumSeeds, k 32-byte seeds whose expansions sum to c1, if flags&2]
-//	c0 [c1 unless seeded]
+//	n (uint16, 1..N), c0's first n coefficients (coefficient domain)
+//	[c1, N coefficients in the NTT domain, unless seeded]
 //
-// with every coefficient as a uint64 below its prime.
+// with every coefficient as a uint64 below q.
 func (s *BGV) Marshal(c Chunk) ([]byte, error) {
 	return s.AppendChunk(make([]byte, 0, s.WireSize(c)), c)
 }
@@ -208,45 +262,53 @@ func (s *BGV) AppendChunk(out []byte, c Chunk) ([]byte, error) {
 	default:
 		flags = flagSeeds
 	}
-	out = append(out, 'h', 'c', 1, bgvID, bgvLogN, byte(ct.ct.Level()), 2, flags)
+	out = append(out, 'h', 'c', bgvVersion, bgvID, bgvLogN, 0, 2, flags)
 	if flags == flagSeeds {
 		out = append(out, byte(len(ct.seeds)))
 	}
 	for _, seed := range ct.seeds {
 		out = append(out, seed...)
 	}
-	polys := ct.ct.Value
-	if flags != 0 {
-		polys = polys[:1]
+	out = binary.LittleEndian.AppendUint16(out, uint16(len(ct.c0)))
+	out = appendCoeffs(out, ct.c0)
+	if flags == 0 {
+		out = appendCoeffs(out, ct.c1.Coeffs[0])
 	}
-	return appendPolys(out, polys), nil
+	return out, nil
+}
+
+// appendCoeffs appends the coefficients, little endian.
+func appendCoeffs(out []byte, row []uint64) []byte {
+	for _, v := range row {
+		out = binary.LittleEndian.AppendUint64(out, v)
+	}
+	return out
 }
 
 // appendPolys appends every coefficient of polys, little endian.
 func appendPolys(out []byte, polys []ring.Poly) []byte {
 	for _, p := range polys {
 		for _, row := range p.Coeffs {
-			for _, v := range row {
-				out = binary.LittleEndian.AppendUint64(out, v)
-			}
+			out = appendCoeffs(out, row)
 		}
 	}
 	return out
 }
 
 // checkHeader checks the 8-byte header of a chunk of the scheme name
-// (parameter set id, at level, two elements; flags only the allowed bits).
-func checkHeader(b []byte, name string, id byte, level int, allowed byte) error {
+// (format version 1 to maxVersion, parameter set id, at level, two
+// elements; flags only the allowed bits).
+func checkHeader(b []byte, name string, maxVersion, id byte, level int, allowed byte) error {
 	if len(b) < chunkHeader {
 		return fmt.Errorf("%s: chunk of %d bytes is shorter than its header", name, len(b))
 	}
 	switch {
 	case b[0] != 'h' || b[1] != 'c':
 		return fmt.Errorf("%s: chunk does not start with the magic \"hc\"", name)
-	case b[2] != 1:
-		return fmt.Errorf("%s: chunk format version %d, want 1", name, b[2])
 	case b[3] != id:
 		return fmt.Errorf("%s: chunk for parameter set %d, want %d", name, b[3], id)
+	case b[2] < 1 || b[2] > maxVersion:
+		return fmt.Errorf("%s: chunk format version %d, want 1 to %d", name, b[2], maxVersion)
 	case b[4] != bgvLogN:
 		return fmt.Errorf("%s: chunk of ring degree 2^%d, want 2^%d", name, b[4], bgvLogN)
 	case int(b[5]) != level:
@@ -263,9 +325,10 @@ func checkHeader(b []byte, name string, id byte, level int, allowed byte) error 
 // coefficient, and never panics on malformed input. It does not expand
 // seeds: a chunk that came with them keeps them.
 func (s *BGV) Unmarshal(b []byte) (Chunk, error) {
-	if err := checkHeader(b, "bgv", bgvID, s.params.MaxLevel(), flagSeeded|flagSeeds); err != nil {
+	if err := checkHeader(b, "bgv", bgvVersion, bgvID, s.params.MaxLevel(), flagSeeded|flagSeeds); err != nil {
 		return nil, err
 	}
+	version := b[2]
 	seeds := 0
 	switch b[7] {
 	case flagSeeded:
@@ -280,49 +343,68 @@ func (s *BGV) Unmarshal(b []byte) (Chunk, error) {
 	case flagSeeded | flagSeeds:
 		return nil, fmt.Errorf("bgv: chunk flags %#x: one seed and several", b[7])
 	}
-	if want := s.wireLen(seeds); len(b) != want {
+	at := chunkHeader
+	if seeds > 1 {
+		at++
+	}
+	at += seeds * seedLen
+	N := s.params.N()
+	n := N
+	if version >= 2 {
+		if len(b) < at+2 {
+			return nil, fmt.Errorf("bgv: chunk of %d bytes ends before its value count", len(b))
+		}
+		if n = int(binary.LittleEndian.Uint16(b[at:])); n < 1 || n > N {
+			return nil, fmt.Errorf("bgv: chunk of %d values, want 1 to %d", n, N)
+		}
+	}
+	want := s.wireLen(seeds, n)
+	if version < 2 {
+		want -= 2
+	}
+	if len(b) != want {
 		return nil, fmt.Errorf("bgv: chunk of %d bytes, want %d", len(b), want)
 	}
-	b = b[chunkHeader:]
-	if seeds > 1 {
-		b = b[1:]
-	}
-	var ct *rlwe.Ciphertext
-	if seeds == 0 {
-		ct = bgv.NewCiphertext(s.params, 1, s.params.MaxLevel())
-	} else {
-		// c0 only: c1 stays as its seeds until someone needs it.
-		ct = bgv.NewCiphertext(s.params, 0, s.params.MaxLevel())
-		ct.Value = append(ct.Value, ring.Poly{})
-	}
-	ct.IsBatched = false
-	out := &Cipher{ct: ct}
+	out := &Cipher{}
 	if seeds > 0 {
-		all := append([]byte(nil), b[:seeds*seedLen]...)
+		all := append([]byte(nil), b[at-seeds*seedLen:at]...)
 		out.seeds = make([][]byte, seeds)
 		for i := range out.seeds {
 			out.seeds[i] = all[i*seedLen : (i+1)*seedLen : (i+1)*seedLen]
 		}
-		b = b[seeds*seedLen:]
 	}
-	polys := out.ct.Value
-	if seeds > 0 {
-		polys = polys[:1]
+	if version >= 2 {
+		at += 2
 	}
-	qs := s.params.Q()
-	for _, p := range polys {
-		for i, row := range p.Coeffs {
-			for j := range row {
-				v := binary.LittleEndian.Uint64(b)
-				if v >= qs[i] {
-					return nil, fmt.Errorf("bgv: coefficient %d of modulus %d is %d, not below the modulus", j, i, v)
-				}
-				row[j] = v
-				b = b[8:]
-			}
+	out.c0 = make([]uint64, n)
+	if err := readCoeffs(out.c0, b[at:], "c0"); err != nil {
+		return nil, err
+	}
+	at += 8 * n
+	if seeds == 0 {
+		out.c1 = s.params.RingQ().NewPoly()
+		if err := readCoeffs(out.c1.Coeffs[0], b[at:], "c1"); err != nil {
+			return nil, err
 		}
 	}
+	if version < 2 {
+		// All of c0 in the NTT domain: to the coefficient domain.
+		p := ring.Poly{Coeffs: [][]uint64{out.c0}}
+		s.params.RingQ().INTT(p, p)
+	}
 	return out, nil
+}
+
+// readCoeffs reads len(dst) little-endian coefficients below q from b.
+func readCoeffs(dst []uint64, b []byte, name string) error {
+	for j := range dst {
+		v := binary.LittleEndian.Uint64(b[8*j:])
+		if v >= bgvQ {
+			return fmt.Errorf("bgv: coefficient %d of %s is %d, not below the modulus", j, name, v)
+		}
+		dst[j] = v
+	}
+	return nil
 }
 
 // expand draws c1, in the NTT domain, from its public seed: ChaCha8 (a
@@ -358,7 +440,7 @@ func (s *BGV) expandInto(seed []byte, c1 ring.Poly, add bool) {
 // buf.
 func (s *BGV) c1(ct *Cipher, buf ring.Poly) ring.Poly {
 	if ct.held() {
-		return ct.ct.Value[1]
+		return ct.c1
 	}
 	s.expand(ct.seeds[0], buf)
 	for _, seed := range ct.seeds[1:] {
@@ -374,14 +456,16 @@ func (s *BGV) c1(ct *Cipher, buf ring.Poly) ring.Poly {
 // ring arithmetic (Lattigo's own encryptor spends three quarters of its time
 // in its BLAKE2 sampler): c1 uniform from a fresh public seed, e centered
 // binomial of standard deviation 3.24 from a fresh secret seed,
-// c0 = NTT(m/t + e) - c1*s. It is BGV's encoding, so Lattigo's decryptor
-// opens it too (the tests check).
+// c0 = m/t + e - INTT(c1*s), of which a chunk keeps the coefficients of
+// its values. It is BGV's encoding, so Lattigo's decryptor opens it too (the
+// tests check).
 type BGVKey struct {
 	s    *BGV
 	sk   *rlwe.SecretKey
 	rq   *ring.Ring
 	tInv uint64 // t^-1 mod q
 	buf  ring.Poly
+	c1   ring.Poly
 }
 
 // NewKey derives the secret key deterministically from a 32-byte seed (the
@@ -404,17 +488,18 @@ func (s *BGV) NewKey(seed [32]byte) (*BGVKey, error) {
 	rqp.NTT(sk.Value, sk.Value)
 	rqp.MForm(sk.Value, sk.Value)
 	rq := s.params.RingQ()
-	return &BGVKey{s: s, sk: sk, rq: rq, tInv: ring.ModExp(bgvT, bgvQ-2, bgvQ), buf: rq.NewPoly()}, nil
+	return &BGVKey{s: s, sk: sk, rq: rq, tInv: ring.ModExp(bgvT, bgvQ-2, bgvQ), buf: rq.NewPoly(), c1: rq.NewPoly()}, nil
 }
 
 // Scheme implements Key.
 func (k *BGVKey) Scheme() Scheme { return k.s }
 
-// Seal implements Key: vals must be multiples of 2^-FracBits within
-// ±MaxAbs (SealSlots quantizes them).
+// Seal implements Key: 1 to ChunkLen values, multiples of 2^-FracBits within
+// ±MaxAbs (SealSlots quantizes them); the chunk seals exactly these.
 func (k *BGVKey) Seal(vals []float64) (Chunk, error) {
-	if len(vals) != k.s.ChunkLen() {
-		return nil, fmt.Errorf("bgv: seal %d values, want %d", len(vals), k.s.ChunkLen())
+	n := len(vals)
+	if n < 1 || n > k.s.ChunkLen() {
+		return nil, fmt.Errorf("bgv: seal %d values, want 1 to %d", n, k.s.ChunkLen())
 	}
 	// A fresh public seed for c1 (two messages under one c1 would leak
 	// their difference) and a fresh secret one for the noise.
@@ -422,40 +507,53 @@ func (k *BGVKey) Seal(vals []float64) (Chunk, error) {
 	if _, err := rand.Read(seeds[:]); err != nil {
 		return nil, fmt.Errorf("bgv: seed: %w", err)
 	}
-	if err := k.s.encodeScaled(vals, k.buf, k.tInv); err != nil {
-		return nil, err
-	}
-	// m/t + e mod q
-	pt := k.buf.Coeffs[0]
-	noise := mrand.NewChaCha8([32]byte(seeds[seedLen:]))
-	for i := range pt {
-		if pt[i] += residue(noiseSample(noise)); pt[i] >= bgvQ {
-			pt[i] -= bgvQ
+	c0 := make([]uint64, n)
+	for i, v := range vals {
+		x, err := toFixed(v)
+		if err != nil {
+			return nil, fmt.Errorf("bgv: slot %d: %w", i, err)
 		}
+		c0[i] = ring.BRed(residue(x), k.tInv, bgvQ, k.rq.SubRings[0].BRedConstant)
 	}
-	ct := bgv.NewCiphertext(k.s.params, 1, k.s.params.MaxLevel())
-	ct.IsBatched = false
 	seed := append([]byte(nil), seeds[:seedLen]...)
-	k.s.expand(seed, ct.Value[1])
-	k.rq.NTT(k.buf, ct.Value[0])
-	k.rq.MulCoeffsMontgomeryThenSub(ct.Value[1], k.sk.Value.Q, ct.Value[0])
-	return &Cipher{ct: ct, seeds: [][]byte{seed}}, nil
+	k.s.expand(seed, k.c1)
+	k.rq.MulCoeffsMontgomery(k.c1, k.sk.Value.Q, k.buf)
+	k.rq.INTT(k.buf, k.buf)
+	// m/t + e - c1*s mod q, on the kept coefficients only.
+	cs := k.buf.Coeffs[0]
+	noise := mrand.NewChaCha8([32]byte(seeds[seedLen:]))
+	for i := range c0 {
+		v := c0[i] + residue(noiseSample(noise))
+		if v >= bgvQ {
+			v -= bgvQ
+		}
+		if v < cs[i] {
+			v += bgvQ
+		}
+		c0[i] = v - cs[i]
+	}
+	return &Cipher{c0: c0, seeds: [][]byte{seed}}, nil
 }
 
-// Open implements Key.
+// Open implements Key: the chunk's Len values.
 func (k *BGVKey) Open(c Chunk) ([]float64, error) {
 	ct, err := k.s.cipher(c)
 	if err != nil {
 		return nil, err
 	}
 	// c0 + c1*s = m/t + e; times t: m + t*e, exact below q/2; mod t: m.
-	k.rq.MulCoeffsMontgomery(k.s.c1(ct, k.buf), k.sk.Value.Q, k.buf)
-	k.rq.Add(k.buf, ct.ct.Value[0], k.buf)
+	k.rq.MulCoeffsMontgomery(k.s.c1(ct, k.c1), k.sk.Value.Q, k.buf)
 	k.rq.INTT(k.buf, k.buf)
-	k.rq.MulScalar(k.buf, bgvT, k.buf)
-	out := make([]float64, k.s.ChunkLen())
+	out := make([]float64, len(ct.c0))
 	const half = bgvQ / 2
-	for i, v := range k.buf.Coeffs[0] {
+	bred := k.rq.SubRings[0].BRedConstant
+	cs := k.buf.Coeffs[0]
+	for i, c := range ct.c0 {
+		v := c + cs[i]
+		if v >= bgvQ {
+			v -= bgvQ
+		}
+		v = ring.BRed(v, bgvT, bgvQ, bred)
 		var x int64
 		if v > half {
 			x = -int64(bgvQ - v)
@@ -477,8 +575,7 @@ func (k *BGVKey) Open(c Chunk) ([]float64, error) {
 // EncodeScaled writes the fixed-point integers of vals times t^-1 mod q into
 // out, in the coefficient domain: the plaintext part m/t of a ciphertext's
 // phase c0 + c1*s = m/t + e, exactly as BGVKey.Seal forms it. It is for
-// encryptors other than BGVKey (the threshold keys of shared/seal/threshold
-// encrypt under a public key) so that their chunks decode bit for bit like
+// encryptors other than BGVKey so that their chunks decode bit for bit like
 // BGVKey's. vals must hold ChunkLen values on the fixed-point grid within
 // ±MaxAbs.
 func (s *BGV) EncodeScaled(vals []float64, out ring.Poly) error {
@@ -488,10 +585,6 @@ func (s *BGV) EncodeScaled(vals []float64, out ring.Poly) error {
 	if out.N() != s.params.N() || out.Level() != s.params.MaxLevel() {
 		return fmt.Errorf("bgv: encode into a polynomial of degree %d, level %d", out.N(), out.Level())
 	}
-	return s.encodeScaled(vals, out, ring.ModExp(bgvT, bgvQ-2, bgvQ))
-}
-
-func (s *BGV) encodeScaled(vals []float64, out ring.Poly, tInv uint64) error {
 	pt := out.Coeffs[0]
 	for i, v := range vals {
 		x, err := toFixed(v)
@@ -500,38 +593,40 @@ func (s *BGV) encodeScaled(vals []float64, out ring.Poly, tInv uint64) error {
 		}
 		pt[i] = residue(x)
 	}
-	s.params.RingQ().MulScalar(out, tInv, out)
+	s.params.RingQ().MulScalar(out, ring.ModExp(bgvT, bgvQ-2, bgvQ), out)
 	return nil
 }
 
 // WrapCiphertext returns ct, a ciphertext of the parameters in the NTT
-// domain that another encryptor made (a public-key encryption, a key
-// switch), as a chunk this scheme adds, marshals and opens. The chunk
-// shares ct's memory and travels unseeded.
+// domain that another encryptor made, as a chunk of all N values that this
+// scheme adds, marshals and opens; it travels unseeded.
 func (s *BGV) WrapCiphertext(ct *rlwe.Ciphertext) (Chunk, error) {
-	if ct == nil || len(ct.Value) == 0 || ct.MetaData == nil || !ct.IsNTT {
-		return nil, errors.New("bgv: wrap: not a ciphertext in the NTT domain")
+	if ct == nil || len(ct.Value) != 2 || ct.MetaData == nil || !ct.IsNTT || ct.Level() != s.params.MaxLevel() ||
+		ct.Value[0].N() != s.params.N() || ct.Value[1].N() != s.params.N() {
+		return nil, errors.New("bgv: wrap: not a ciphertext of the parameters in the NTT domain")
 	}
-	c := &Cipher{ct: ct}
-	if _, err := s.cipher(c); err != nil {
-		return nil, err
-	}
-	return c, nil
+	c0 := *ct.Value[0].CopyNew()
+	s.params.RingQ().INTT(c0, c0)
+	return &Cipher{c0: c0.Coeffs[0], c1: *ct.Value[1].CopyNew()}, nil
 }
 
-// Ciphertext returns the Lattigo ciphertext of a chunk: shared with it
-// (read it, do not change it: a seeded chunk's c1 must stay its seeds'),
-// or a copy with c1 expanded if the chunk holds c1 only as seeds.
+// Ciphertext returns the Lattigo ciphertext of a chunk (a copy, in the NTT
+// domain; c0's coefficients past the chunk's values are zero, so only the
+// first Len slots open to the sealed values).
 func (s *BGV) Ciphertext(c Chunk) (*rlwe.Ciphertext, error) {
 	ct, err := s.cipher(c)
 	if err != nil {
 		return nil, err
 	}
+	rq := s.params.RingQ()
+	out := bgv.NewCiphertext(s.params, 1, s.params.MaxLevel())
+	out.IsBatched = false
+	copy(out.Value[0].Coeffs[0], ct.c0)
+	rq.NTT(out.Value[0], out.Value[0])
+	s.c1(ct, out.Value[1])
 	if ct.held() {
-		return ct.ct, nil
+		out.Value[1].Copy(ct.c1)
 	}
-	out := s.Clone(ct).(*Cipher).ct
-	out.Value[1] = s.c1(ct, s.params.RingQ().NewPoly())
 	return out, nil
 }
 

@@ -15,8 +15,8 @@ func Example() {
 	alice, _ := s.NewKey(sec.Derive(seal.KeyPurpose))
 	bob, _ := s.NewKey(sec.Derive(seal.KeyPurpose))
 
-	a, _ := seal.SealSlots(alice, []int{0, 1}, []float64{0.25, 1.5})
-	b, _ := seal.SealSlots(bob, []int{0, 1}, []float64{0.5, -1})
+	a, _ := seal.SealSlots(alice, []int{0, 1}, []float64{0.25, 1.5}, nil)
+	b, _ := seal.SealSlots(bob, []int{0, 1}, []float64{0.5, -1}, nil)
 	sum, _ := seal.Sum(s, a, b) // on the server
 
 	vals, _ := seal.OpenSlots(alice, sum, []int{0, 1})

@@ -68,14 +68,64 @@ func Quantize(v float64) float64 { return math.Round(v*fixedOne) / fixedOne }
 // Key seals and opens chunks; only participants hold one.
 type Key interface {
 	Scheme() Scheme
-	// Seal seals exactly ChunkLen values.
+	// Seal seals the values of a chunk's first len(vals) slots, 1 to
+	// ChunkLen of them: the chunk's other slots are zero and cost nothing.
 	Seal(vals []float64) (Chunk, error)
-	// Open returns the ChunkLen values of a chunk.
+	// Open returns the values a chunk seals (as many as it was sealed
+	// with).
 	Open(c Chunk) ([]float64, error)
 }
 
+// Trimmer is a scheme whose chunks can be cut to their first n values.
+type Trimmer interface {
+	Trim(c Chunk, n int) (Chunk, error)
+}
+
+// Trim returns c cut to its first n values if the scheme's chunks can be
+// cut and c seals more than n, else c. A checkpoint written when every
+// chunk sealed ChunkLen values is cut to its layout this way, so that it
+// adds to the chunks sealed since.
+func Trim(s Scheme, c Chunk, n int) (Chunk, error) {
+	t, ok := s.(Trimmer)
+	if !ok {
+		return c, nil
+	}
+	if l := chunkLen(c); l <= n {
+		return c, nil
+	}
+	return t.Trim(c, n)
+}
+
+// Spans reports whether the scheme's chunks seal only the values of their
+// span (SealSlots); the others (threshold keys) always seal ChunkLen.
+func Spans(s Scheme) bool {
+	_, ok := s.(Trimmer)
+	return ok
+}
+
+// Len is the number of values chunk c of scheme s seals.
+func Len(s Scheme, c Chunk) int {
+	if n := chunkLen(c); n != math.MaxInt {
+		return n
+	}
+	return s.ChunkLen()
+}
+
+// chunkLen is the number of values a chunk seals (MaxInt for a chunk whose
+// scheme always seals every slot).
+func chunkLen(c Chunk) int {
+	switch c := c.(type) {
+	case *Cipher:
+		return c.Len()
+	case *PlainChunk:
+		return len(c.V)
+	}
+	return math.MaxInt
+}
+
 // Vec is a sealed vector over the slot layout: chunk index -> chunk. A chunk
-// that is absent holds zeros.
+// that is absent holds zeros, as do the slots of a chunk past the values it
+// seals.
 type Vec map[int]Chunk
 
 // WireSize returns the bytes of all chunks plus 4 bytes of index each.
@@ -100,7 +150,14 @@ func (v Vec) Indexes() []int {
 // SealSlots seals vals[i], quantized, into slot slots[i]; slots not named
 // are zero, chunks without a named slot are left out. It refuses non-finite
 // values and values beyond MaxAbs, which no scheme can carry exactly.
-func SealSlots(k Key, slots []int, vals []float64) (Vec, error) {
+//
+// span names the slots the vector is laid over (nil: slots itself): each
+// chunk seals its slots from the chunk's first to the last slot of span in
+// it, and nothing after, so a small group's chunk costs its values, not
+// ChunkLen. Chunks that are summed must be sealed over the same span there
+// (a sample group's slots, a Gram's triangle, every feature), since a scheme
+// adds only chunks of one length; a slot outside the span is refused.
+func SealSlots(k Key, slots []int, vals []float64, span []int) (Vec, error) {
 	if len(slots) != len(vals) {
 		return nil, fmt.Errorf("seal: %d slots but %d values", len(slots), len(vals))
 	}
@@ -109,11 +166,20 @@ func SealSlots(k Key, slots []int, vals []float64) (Vec, error) {
 	if err != nil || hi < lo {
 		return Vec{}, err
 	}
+	if span == nil {
+		span = slots
+	}
 	// A participant's slots lie in a few neighbouring chunks: index the
 	// buffers by chunk rather than hashing every slot; chunk lengths are
 	// powers of two, so shifts do what divisions would (a third of the
 	// time here).
 	shift, mask := chunkBits(cl)
+	ends := make([]int, hi-lo+1) // per chunk: its sealed length
+	for _, s := range span {
+		if j := s>>shift - lo; s >= 0 && j >= 0 && j < len(ends) {
+			ends[j] = max(ends[j], s&mask+1)
+		}
+	}
 	plain := make([][]float64, hi-lo+1)
 	for i, s := range slots {
 		v := vals[i]
@@ -124,9 +190,12 @@ func SealSlots(k Key, slots []int, vals []float64) (Vec, error) {
 			return nil, fmt.Errorf("seal: slot %d: value %g is beyond the sealable range ±%d", s, v, MaxAbs)
 		}
 		j := s>>shift - lo
+		if s&mask >= ends[j] {
+			return nil, fmt.Errorf("seal: slot %d lies past the span of chunk %d (%d slots)", s, lo+j, ends[j])
+		}
 		p := plain[j]
 		if p == nil {
-			p = make([]float64, cl)
+			p = make([]float64, ends[j])
 			plain[j] = p
 		}
 		p[s&mask] += v
@@ -143,6 +212,16 @@ func SealSlots(k Key, slots []int, vals []float64) (Vec, error) {
 		out[lo+j] = c
 	}
 	return out, nil
+}
+
+// Span returns the slots 0 to n-1: the span of a vector over every one of n
+// features.
+func Span(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // chunkBits returns the shift and mask that split a slot into chunk and
@@ -187,7 +266,7 @@ func OpenSlots(k Key, v Vec, slots []int) ([]float64, error) {
 				}
 			}
 		}
-		if vals := opened[j]; vals != nil {
+		if vals := opened[j]; s&mask < len(vals) {
 			out[i] = vals[s&mask]
 		}
 	}

@@ -40,11 +40,14 @@ func TestSealSumRestrict(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			s, k := sc.s, sc.k
 			cl := s.ChunkLen()
-			a, err := SealSlots(k, []int{0, 5, cl + 9}, []float64{1, -2.25, 3})
+			// Summands laid over one span: chunk 0 seals slots 0-6, chunk 1
+			// slots 0-9 of its own.
+			span := []int{0, 5, 6, cl + 9}
+			a, err := SealSlots(k, []int{0, 5, cl + 9}, []float64{1, -2.25, 3}, span)
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _ := SealSlots(k, []int{5, 6}, []float64{10, 20})
+			b, _ := SealSlots(k, []int{5, 6}, []float64{10, 20}, span)
 			sum, err := Sum(s, a, b)
 			if err != nil {
 				t.Fatal(err)
@@ -70,7 +73,7 @@ func TestSealSumRestrict(t *testing.T) {
 				t.Fatalf("restricted to chunks %v, want [1]", r.Indexes())
 			}
 			// AddInto must leave chunks already handed out alone.
-			c, _ := SealSlots(k, []int{cl + 9}, []float64{1})
+			c, _ := SealSlots(k, []int{cl + 9}, []float64{1}, span)
 			if err := AddInto(s, sum, c); err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +98,7 @@ func TestFixedPointExact(t *testing.T) {
 			var parts []Vec
 			want := make([]float64, len(slots))
 			for _, v := range vals {
-				p, err := SealSlots(sc.k, slots, v)
+				p, err := SealSlots(sc.k, slots, v, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -126,18 +129,24 @@ func TestSealRefusesBadInput(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			k := sc.k
 			for _, v := range []float64{math.NaN(), math.Inf(1), 2 * MaxAbs} {
-				if _, err := SealSlots(k, []int{1}, []float64{v}); err == nil {
+				if _, err := SealSlots(k, []int{1}, []float64{v}, nil); err == nil {
 					t.Errorf("sealed %v", v)
 				}
 			}
-			if _, err := SealSlots(k, []int{1, 2}, []float64{1}); err == nil {
+			if _, err := SealSlots(k, []int{1, 2}, []float64{1}, nil); err == nil {
 				t.Error("sealed mismatched slots")
 			}
-			if _, err := SealSlots(k, []int{-1}, []float64{1}); err == nil {
+			if _, err := SealSlots(k, []int{-1}, []float64{1}, nil); err == nil {
 				t.Error("sealed a negative slot")
 			}
-			if _, err := k.Seal(make([]float64, 3)); err == nil {
-				t.Error("sealed a short chunk")
+			if _, err := k.Seal(nil); err == nil {
+				t.Error("sealed a chunk of no values")
+			}
+			if _, err := k.Seal(make([]float64, k.Scheme().ChunkLen()+1)); err == nil {
+				t.Error("sealed a chunk longer than ChunkLen")
+			}
+			if _, err := SealSlots(k, []int{1, 7}, []float64{1, 2}, []int{0, 1, 2}); err == nil {
+				t.Error("sealed a slot past the span")
 			}
 		})
 	}
@@ -154,7 +163,7 @@ func TestBGVKeys(t *testing.T) {
 	k1, _ := s.NewKey([32]byte{7})
 	k2, _ := s.NewKey([32]byte{7}) // another participant of the same federation
 	other, _ := s.NewKey([32]byte{8})
-	v, err := SealSlots(k1, []int{0, 1}, []float64{0.25, -3})
+	v, err := SealSlots(k1, []int{0, 1}, []float64{0.25, -3}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,9 +188,9 @@ func TestWireRoundTrip(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			s, k := sc.s, sc.k
 			cl := s.ChunkLen()
-			fresh, _ := SealSlots(k, []int{1, cl + 2}, []float64{0.5, -4})
-			summed, _ := SealSlots(k, []int{1, cl + 2}, []float64{0.5, -4})
-			more, _ := SealSlots(k, []int{1}, []float64{1})
+			fresh, _ := SealSlots(k, []int{1, cl + 2}, []float64{0.5, -4}, nil)
+			summed, _ := SealSlots(k, []int{1, cl + 2}, []float64{0.5, -4}, nil)
+			more, _ := SealSlots(k, []int{1}, []float64{1}, nil)
 			summed, _ = Sum(s, summed, more) // no longer seedable
 			for name, v := range map[string]Vec{"fresh": fresh, "summed": summed} {
 				b, err := MarshalVec(s, v)
@@ -256,12 +265,12 @@ func TestSeedSums(t *testing.T) {
 				}
 				sum = next
 			}
-			wantSize := chunkHeader + 2*poly
+			wantSize := chunkHeader + 2 + 2*poly
 			switch {
 			case n == 1:
-				wantSize = chunkHeader + seedLen + poly
+				wantSize = chunkHeader + seedLen + 2 + poly
 			case n <= MaxSumSeeds:
-				wantSize = chunkHeader + 1 + n*seedLen + poly
+				wantSize = chunkHeader + 1 + n*seedLen + 2 + poly
 			}
 			b, err := s.Marshal(sum)
 			if err != nil {
@@ -308,7 +317,7 @@ func TestSeedSums(t *testing.T) {
 			if err := s.Add(both, back); err != nil {
 				t.Fatal(err)
 			}
-			if s.WireSize(both) != chunkHeader+2*poly {
+			if s.WireSize(both) != chunkHeader+2+2*poly {
 				t.Fatalf("held c1 plus seeds travels as %d bytes", s.WireSize(both))
 			}
 			got2, _ := k.Open(both)
@@ -339,7 +348,7 @@ func TestUnmarshalRefuses(t *testing.T) {
 		"both flags":  patch(good, 7, flagSeeded|flagSeeds),
 		"short":       good[:len(good)-1],
 		"long":        append(append([]byte(nil), good...), 0),
-		"coefficient": append(append([]byte(nil), good[:chunkHeader+seedLen]...), append(q0, good[chunkHeader+seedLen+8:]...)...),
+		"coefficient": append(append([]byte(nil), good[:chunkHeader+seedLen+2]...), append(q0, good[chunkHeader+seedLen+10:]...)...),
 	}
 	// A sum of seeds: a count byte, then the seeds.
 	sum := s.Clone(c)
@@ -411,7 +420,11 @@ func TestBGVIsLattigoBGV(t *testing.T) {
 	dec := rlwe.NewDecryptor(s.params, k.sk)
 	pt := bgv.NewPlaintext(s.params, s.params.MaxLevel())
 	pt.IsBatched = false
-	dec.Decrypt(c.(*Cipher).ct, pt)
+	ct, err := s.Ciphertext(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec.Decrypt(ct, pt)
 	got := make([]int64, s.ChunkLen())
 	if err := bgv.NewEncoder(s.params).Decode(pt, got); err != nil {
 		t.Fatal(err)
@@ -465,7 +478,7 @@ func TestVecSize(t *testing.T) {
 				slots[i] = i * s.ChunkLen() // one value in each of n chunks
 				vals[i] = float64(i) + 0.5
 			}
-			v, err := SealSlots(key, slots, vals)
+			v, err := SealSlots(key, slots, vals, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -529,7 +542,7 @@ func TestSumOrderFree(t *testing.T) {
 					vals[j] = Quantize(float64((i*13+j*5)%41-20) / 4)
 					slots[j] = j
 				}
-				v, err := SealSlots(k, slots, vals)
+				v, err := SealSlots(k, slots, vals, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -163,7 +163,7 @@ func (s *ThresholdBGV) AppendChunk(out []byte, c Chunk) ([]byte, error) {
 // Unmarshal implements Scheme: it checks every header field and every
 // coefficient, and never panics on malformed input.
 func (s *ThresholdBGV) Unmarshal(b []byte) (Chunk, error) {
-	if err := checkHeader(b, "bgv-threshold", thrID, s.params.MaxLevel(), 0); err != nil {
+	if err := checkHeader(b, "bgv-threshold", 1, thrID, s.params.MaxLevel(), 0); err != nil {
 		return nil, err
 	}
 	if want := s.wireLen(); len(b) != want {
@@ -191,11 +191,12 @@ func (s *ThresholdBGV) Unmarshal(b []byte) (Chunk, error) {
 // EncodeScaled writes m * t^-1 mod Q, the plaintext part of a ciphertext's
 // phase, for the fixed-point integers m of vals into out (coefficient
 // domain, both primes): BGV's encoding, as BGVKey.Seal forms it on one
-// prime. vals must hold ChunkLen values on the fixed-point grid within
-// ±MaxAbs.
+// prime. vals must hold 1 to ChunkLen values on the fixed-point grid within
+// ±MaxAbs; the coefficients after them are zero (a threshold chunk always
+// travels whole).
 func (s *ThresholdBGV) EncodeScaled(vals []float64, out ring.Poly) error {
-	if len(vals) != s.ChunkLen() {
-		return fmt.Errorf("bgv-threshold: encode %d values, want %d", len(vals), s.ChunkLen())
+	if len(vals) < 1 || len(vals) > s.ChunkLen() {
+		return fmt.Errorf("bgv-threshold: encode %d values, want 1 to %d", len(vals), s.ChunkLen())
 	}
 	if out.N() != s.params.N() || out.Level() != s.params.MaxLevel() {
 		return fmt.Errorf("bgv-threshold: encode into a polynomial of degree %d, level %d", out.N(), out.Level())
@@ -208,6 +209,8 @@ func (s *ThresholdBGV) EncodeScaled(vals []float64, out ring.Poly) error {
 		}
 		r0[i], r1[i] = residueQ(x, thrQ1), residueQ(x, thrQ2)
 	}
+	clear(r0[len(vals):])
+	clear(r1[len(vals):])
 	for i, sr := range s.params.RingQ().SubRings {
 		sr.MulScalarMontgomery(out.Coeffs[i], s.tInv[i], out.Coeffs[i])
 	}

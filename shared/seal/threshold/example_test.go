@@ -40,8 +40,8 @@ func Example() {
 	// Sealing: ordinary BGV chunks under the collective key.
 	a, _ := parties[1].Sealer()
 	b, _ := parties[3].Sealer()
-	va, _ := seal.SealSlots(a, []int{0, 1}, []float64{0.25, 1.5})
-	vb, _ := seal.SealSlots(b, []int{0, 1}, []float64{0.5, -1})
+	va, _ := seal.SealSlots(a, []int{0, 1}, []float64{0.25, 1.5}, nil)
+	vb, _ := seal.SealSlots(b, []int{0, 1}, []float64{0.5, -1}, nil)
 	sum, _ := seal.Sum(scheme, va, vb) // on the server, no key
 
 	// Opening for party 1 with the shares of parties 2 and 3.

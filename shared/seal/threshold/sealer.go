@@ -39,7 +39,7 @@ func (f *Federation) NewSealer(cpk *CollectivePublicKey) (*Sealer, error) {
 // Scheme implements seal.Key.
 func (k *Sealer) Scheme() seal.Scheme { return k.f.s }
 
-// Seal implements seal.Key: ChunkLen values on the fixed-point grid within
+// Seal implements seal.Key: 1 to ChunkLen values on the fixed-point grid within
 // ±seal.MaxAbs. The chunk travels whole (32 bytes a value): c1 = u*p1 + e1
 // is not the expansion of a seed.
 func (k *Sealer) Seal(vals []float64) (seal.Chunk, error) {
