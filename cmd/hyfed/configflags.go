@@ -24,6 +24,7 @@ func configFlags(fs *flag.FlagSet, cfg *protocol.Config) {
 	fs.StringVar(&cfg.Estimate, "estimate", d.Estimate, "hyfed's local estimate of the other holders' share: meanfield or holders (|B_n| x own)")
 	fs.Float64Var(&cfg.Gamma, "gamma", d.Gamma, "update scale of the paper step rule")
 	fs.BoolVar(&cfg.GroupSteps, "group-steps", d.GroupSteps, "block step, two or more sample groups: the server weighs each group's direction and a second one solved against its picks' centered Gram, which moves dual mass between the groups (--group-steps=false: one line search for all, which stalls near 1e-2)")
+	fs.BoolVar(&cfg.SolveOnce, "solve-once", d.SolveOnce, "block step: one holder of each updating group solves the group's subproblem and the others take the direction it seals (--solve-once=false: every holder is sent the Gram and solves it)")
 	fs.IntVar(&cfg.SharedDirections, "shared-directions", d.SharedDirections, "block step: each sample group's leading directions (its picks' Gram's; the bias, the mean row, ...) priced at the number of updating groups, the rest at the adaptive sigma' (0: all at sigma')")
 	fs.BoolVar(&cfg.SealPrimal, "seal-primal", d.SealPrimal, "seal the primal contributions too (hat_w_k and its changes per feature): the server sees only their sum")
 	fs.StringVar(&cfg.Keys, "keys", d.Keys, "who can open a sum: shared (every participant derives the one key from the link secret) or threshold (t-of-n keys: no participant, nor the server with fewer than t participants, opens another's values)")

@@ -143,7 +143,26 @@ func (c *Coordinator) gramsIn(p *phaseState) {
 		sigma = math.Min(sigma, c.sigma)
 	}
 	c.roundSigma = sigma
-	for _, k := range targets {
+	// Under SolveOnce each group's reporter alone is sent its Gram.
+	solvers := targets
+	c.flow.solves = nil
+	if c.cfg.SolveOnce {
+		solvers = nil
+		c.flow.solves = map[int]map[int]bool{}
+		for _, k := range targets {
+			cs := c.clients[k]
+			for _, gi := range c.updating {
+				if lg, ok := cs.localGroup[gi]; ok && slices.Contains(report[k], lg) {
+					if c.flow.solves[k] == nil {
+						c.flow.solves[k] = map[int]bool{}
+						solvers = append(solvers, k)
+					}
+					c.flow.solves[k][gi] = true
+				}
+			}
+		}
+	}
+	for _, k := range solvers {
 		cs := c.clients[k]
 		m := Message{Kind: KindGramSum, Round: c.round, Sealed: seal.Vec{}, Report: report[k], Sigma: sigma, Centered: c.flow.groupSteps}
 		if c.cfg.SharedDirections > 0 {
@@ -151,7 +170,7 @@ func (c *Coordinator) gramsIn(p *phaseState) {
 		}
 		for _, gi := range c.updating {
 			lg, ok := cs.localGroup[gi]
-			if !ok {
+			if !ok || (c.flow.solves != nil && !c.flow.solves[k][gi]) {
 				continue
 			}
 			m.Groups = append(m.Groups, lg)
@@ -160,6 +179,67 @@ func (c *Coordinator) gramsIn(p *phaseState) {
 				if ch, ok := sum[ci]; ok {
 					m.Sealed[ci] = ch
 				}
+			}
+		}
+		c.send(k, m)
+	}
+	if c.cfg.SolveOnce {
+		c.awaitSum(PhaseDirection, KindSolved, solvers, c.solvedIn)
+		return
+	}
+	c.awaitSum(PhaseDirection, KindDirPart, targets, c.directionIn)
+}
+
+// solvedIn (SolveOnce): the groups' solvers sent their sealed directions.
+// Each group's goes to all of its holders (Sealed: the direction, Alpha:
+// the centered one under group steps), which answer with their shares of
+// dw as after a gram-sum. A solver that left takes its groups out of the
+// round.
+func (c *Coordinator) solvedIn(p *phaseState) {
+	targets := c.flow.targets
+	if len(p.dropped) > 0 {
+		if targets = c.withoutGroupsOf(p.dropped); len(targets) == 0 {
+			c.trialPhase(nil, 0)
+			return
+		}
+		c.flow.targets = targets
+	}
+	keep := map[int]bool{}
+	for _, gi := range c.updating {
+		keep[gi] = true
+	}
+	// Each chunk comes from its group's one solver (check): no sums.
+	d, cent := seal.Vec{}, seal.Vec{}
+	for k, m := range p.replies {
+		for _, v := range []struct {
+			from, to seal.Vec
+		}{{m.Sealed, d}, {m.Alpha, cent}} {
+			for ci, ch := range v.from {
+				if keep[c.chunkGroup[ci]] {
+					v.to[ci] = ch
+				}
+			}
+		}
+		delete(p.replies, k)
+	}
+	if p.summed {
+		for ci, ch := range p.sum {
+			if keep[c.chunkGroup[ci]] {
+				d[ci] = ch
+			}
+		}
+	}
+	report := c.reporters(targets)
+	for _, k := range targets {
+		cs := c.clients[k]
+		m := Message{Kind: KindDirection, Round: c.round, Sealed: seal.Restrict(c.scheme, d, cs.slots), Report: report[k],
+			Centered: c.flow.groupSteps}
+		if c.flow.groupSteps {
+			m.Alpha = seal.Restrict(c.scheme, cent, cs.slots)
+		}
+		for _, gi := range c.updating {
+			if lg, ok := cs.localGroup[gi]; ok {
+				m.Groups = append(m.Groups, lg)
 			}
 		}
 		c.send(k, m)
@@ -338,6 +418,7 @@ func (p *Participant) onGram(m Message) ([]Message, error) {
 		// The packed upper triangle, row by row, from the group's first chunk.
 		slot := m.GramAt[j] * cl
 		hs := gramPicks(p.setup.Config, len(p.groupTrain[g]))
+		span = slices.Grow(span, hs*(hs+1)/2)
 		for t := range hs * (hs + 1) / 2 {
 			span = append(span, slot+t)
 		}
@@ -363,8 +444,11 @@ func (p *Participant) onGram(m Message) ([]Message, error) {
 	return []Message{{Kind: KindGramPart, Round: m.Round, Sealed: v}}, nil
 }
 
-// onGramSum opens each updating group's summed Gram, solves the group's
-// subproblem and answers as onDirection does, with the direction it found.
+// onGramSum opens each updating group's summed Gram and solves the group's
+// subproblem. Under SolveOnce (the client is the group's solver) it seals
+// the directions it found, quantized, for the server to hand to all of the
+// group's holders (onDirection); otherwise it answers as onDirection does,
+// with them.
 func (p *Participant) onGramSum(m Message) ([]Message, error) {
 	if len(m.Kappa) != len(m.Groups) {
 		return nil, fmt.Errorf("participant: gram-sum: %d groups but %d kappas", len(m.Groups), len(m.Kappa))
@@ -376,17 +460,14 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 	if shared > 0 && !(m.SigmaShared >= m.Sigma) {
 		return nil, fmt.Errorf("participant: gram-sum: shared directions' scale %v below sigma %v", m.SigmaShared, m.Sigma)
 	}
-	report := p.reportSet(m.Report)
+	once := p.setup.Config.SolveOnce
 	cl := p.key.Scheme().ChunkLen()
 	d := make([]float64, p.block.N())
-	p.gammaMax = math.Inf(1)
-	gmax := math.Inf(1)
 	var dCent []float64
-	gCent := math.Inf(1)
-	p.centered = nil
 	if m.Centered {
 		dCent = make([]float64, p.block.N())
 	}
+	var solved []int // the samples whose directions this client sends (SolveOnce)
 	for j, g := range m.Groups {
 		picks, ok := p.picks[g]
 		if !ok {
@@ -396,7 +477,6 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 		if !(kappa >= 1) {
 			return nil, fmt.Errorf("participant: gram-sum: kappa %v below 1", kappa)
 		}
-		p.limits[g] = [2]float64{math.Inf(1), math.Inf(1)}
 		h := len(picks)
 		if h == 0 {
 			continue
@@ -426,14 +506,11 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 		} else {
 			delta = p.solveGroup(picks, a, m.Sigma)
 		}
-		limit := p.stepLimit(picks, delta)
+		if once {
+			quantize(delta) // what the other holders get
+		}
 		for r, i := range picks {
 			d[i] = delta[r]
-		}
-		p.gammaMax = math.Min(p.gammaMax, limit)
-		p.limits[g] = [2]float64{limit, math.Inf(1)}
-		if report[g] {
-			gmax = math.Min(gmax, limit)
 		}
 		if m.Centered {
 			// The second direction, from where the first leads (its
@@ -447,24 +524,126 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 			}
 			centerGram(a, h)
 			cent := p.solveGroupFrom(picks, a, m.Sigma, delta, zoff)
-			climit := p.stepLimitFrom(picks, cent, delta)
+			if once {
+				quantize(cent)
+			}
 			for r, i := range picks {
 				dCent[i] = cent[r]
 			}
+		}
+		solved = append(solved, picks...)
+	}
+	if !once {
+		return p.blockDirection(m.Round, m.Groups, d, dCent, p.reportSet(m.Report))
+	}
+	out := Message{Kind: KindSolved, Round: m.Round}
+	slots := make([]int, len(solved))
+	vals := make([]float64, len(solved))
+	for x, i := range solved {
+		slots[x], vals[x] = p.setup.Slots[i], d[i]
+	}
+	var err error
+	if out.Sealed, err = seal.SealSlots(p.key, slots, vals, p.setup.Slots); err != nil {
+		return nil, fmt.Errorf("participant: solved: %w", err)
+	}
+	if m.Centered {
+		for x, i := range solved {
+			vals[x] = dCent[i]
+		}
+		if out.Alpha, err = seal.SealSlots(p.key, slots, vals, p.setup.Slots); err != nil {
+			return nil, fmt.Errorf("participant: solved: %w", err)
+		}
+	}
+	return []Message{out}, nil
+}
+
+// quantize rounds v in place to the fixed-point grid of sealed values.
+func quantize(v []float64) {
+	for i, x := range v {
+		v[i] = seal.Quantize(x)
+	}
+}
+
+// onBlockDirection (SolveOnce): the directions the groups' solvers found,
+// sealed, on the client's samples. It answers as the solver would have.
+func (p *Participant) onBlockDirection(m Message) ([]Message, error) {
+	d, err := seal.OpenSlots(p.key, m.Sealed, p.setup.Slots)
+	if err != nil {
+		return nil, fmt.Errorf("participant: direction: %w", err)
+	}
+	var dCent []float64
+	if m.Centered {
+		if dCent, err = seal.OpenSlots(p.key, m.Alpha, p.setup.Slots); err != nil {
+			return nil, fmt.Errorf("participant: direction: %w", err)
+		}
+	} else if len(m.Alpha) > 0 {
+		return nil, fmt.Errorf("participant: direction: a centered direction in a round without group steps")
+	}
+	for _, g := range m.Groups {
+		if _, ok := p.picks[g]; !ok {
+			return nil, fmt.Errorf("participant: direction for group %d, which was not asked for its Gram this round", g)
+		}
+	}
+	// Only the picks move: the rest of a group's slots must open to zero.
+	picked := make([]bool, p.block.N())
+	for _, g := range m.Groups {
+		for _, i := range p.picks[g] {
+			picked[i] = true
+		}
+	}
+	for i := range d {
+		if !picked[i] && (d[i] != 0 || (dCent != nil && dCent[i] != 0)) {
+			return nil, fmt.Errorf("participant: direction: sample %s moves but was not picked", p.block.IDs[i])
+		}
+	}
+	return p.blockDirection(m.Round, m.Groups, d, dCent, p.reportSet(m.Report))
+}
+
+// blockDirection answers a block step's direction: the groups' directions
+// d (and dCent under group steps) per local sample, nonzero on the picks
+// only. It keeps each group's step limits (the largest step that keeps
+// its picks' dual values feasible, along d, and along dCent from d) and
+// returns the block's share of dw with the reported groups' limits.
+func (p *Participant) blockDirection(round int, groups []int, d, dCent []float64, report []bool) ([]Message, error) {
+	p.gammaMax = math.Inf(1)
+	gmax, gCent := math.Inf(1), math.Inf(1)
+	p.centered = nil
+	for _, g := range groups {
+		picks := p.picks[g]
+		p.limits[g] = [2]float64{math.Inf(1), math.Inf(1)}
+		if len(picks) == 0 {
+			continue
+		}
+		delta := make([]float64, len(picks))
+		for r, i := range picks {
+			delta[r] = d[i]
+		}
+		limit := p.stepLimit(picks, delta)
+		p.gammaMax = math.Min(p.gammaMax, limit)
+		p.limits[g] = [2]float64{limit, math.Inf(1)}
+		if report[g] {
+			gmax = math.Min(gmax, limit)
+		}
+		if dCent != nil {
+			cent := make([]float64, len(picks))
+			for r, i := range picks {
+				cent[r] = dCent[i]
+			}
+			climit := p.stepLimitFrom(picks, cent, delta)
 			p.limits[g] = [2]float64{limit, climit}
 			if report[g] {
 				gCent = math.Min(gCent, climit)
 			}
 		}
 	}
-	out, err := p.directionPart(m.Round, d, report)
+	out, err := p.directionPart(round, d, report)
 	if err != nil {
 		return nil, err
 	}
 	if !math.IsInf(gmax, 1) {
 		out.GammaMax = math.Min(gmax, maxBlockStep)
 	}
-	if m.Centered {
+	if dCent != nil {
 		out.DWCentered, out.DConjCentered = p.dirShare(dCent, d, report)
 		out.GammaMaxCentered = math.Min(gCent, maxBlockStep)
 		for i := range dCent {

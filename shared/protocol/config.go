@@ -128,6 +128,18 @@ type Config struct {
 	// written, like GroupSteps: a checkpoint made before it existed reads
 	// as 0 and keeps the rule it ran.
 	SharedDirections int `json:"shared_directions"`
+	// SolveOnce (block step; on by default): only one holder of each
+	// updating group, its reporter, is sent the group's summed Gram and
+	// solves the group's subproblem; it seals the direction it found (and
+	// the centered one) and the server hands them to every holder of the
+	// group, which takes its share of dw from them. Without it every
+	// holder is sent the Gram and solves the same subproblem on the same
+	// numbers: no extra trip, but a holder's Gram bytes and solve time
+	// (most of a participant's work at 500 and 5,000 participants) paid
+	// once per holder. The directions travel sealed, so every holder
+	// takes them quantized (seal.Quantize). Always written, like
+	// GroupSteps: a checkpoint made before it existed reads as false.
+	SolveOnce bool `json:"solve_once"`
 
 	// Algo is the algorithm: hyfdca (the default) or one of the averaging
 	// baselines (package averaging: fedavg, hyfem-avg, hyfem-prox), which
@@ -201,7 +213,7 @@ const (
 // step's search, the quorum) are filled by Validate.
 func Defaults() Config {
 	return Config{Algo: AlgoHyFDCA, Loss: "hinge", Lambda: DefaultLambda, Step: StepBlock, IIC: DefaultIIC,
-		Fraction: 1, Rounds: DefaultRounds, Estimate: EstimateMeanField, Gamma: 1, GroupSteps: true, SharedDirections: gram.SharedDirections,
+		Fraction: 1, Rounds: DefaultRounds, Estimate: EstimateMeanField, Gamma: 1, GroupSteps: true, SharedDirections: gram.SharedDirections, SolveOnce: true,
 		Keys: KeysShared, KeyCommittee: DefaultKeyCommittee, KeyThreshold: DefaultKeyThreshold}
 }
 
@@ -279,7 +291,7 @@ func (c *Config) Validate() error {
 	}
 	if c.Step != StepBlock || c.Baseline() {
 		// the block step's alone (on by default)
-		c.GroupSteps, c.SharedDirections = false, 0
+		c.GroupSteps, c.SharedDirections, c.SolveOnce = false, 0, false
 	}
 	if c.SharedDirections < 0 || c.SharedDirections > MaxBlockPicks {
 		return fmt.Errorf("config: shared directions %d: want 0 (none) to %d", c.SharedDirections, MaxBlockPicks)

@@ -876,7 +876,22 @@ func (c *Coordinator) check(k int, m Message) error {
 				return fmt.Errorf("gram-part: sealed chunk %d lies outside the Grams of the client's updating groups", ci)
 			}
 		}
-		return c.checkLens(m, c.gramExtent)
+		return c.checkLens(m.Kind, m.Sealed, c.gramExtent)
+	case KindSolved:
+		if len(m.Alpha) > 0 && !c.flow.groupSteps {
+			return fmt.Errorf("solved: a centered direction in a round without group steps")
+		}
+		for _, v := range []seal.Vec{m.Sealed, m.Alpha} {
+			for ci := range v {
+				if ci < 0 || ci >= len(c.chunkGroup) || !c.flow.solves[k][c.chunkGroup[ci]] {
+					return fmt.Errorf("solved: sealed chunk %d lies outside the groups the client solves", ci)
+				}
+			}
+			if err := c.checkLens(m.Kind, v, c.sampleExtent); err != nil {
+				return err
+			}
+		}
+		return nil
 	case KindLocalPart:
 		if len(m.W) != 0 || len(m.HatW) != 0 || len(m.DW) != 0 {
 			return fmt.Errorf("local-part: plaintext weights: they travel sealed only")
@@ -938,21 +953,22 @@ func (c *Coordinator) check(k int, m Message) error {
 			return fmt.Errorf("%s: sealed chunk %d holds none of the client's samples", m.Kind, ci)
 		}
 	}
-	return c.checkLens(m, c.sampleExtent)
+	return c.checkLens(m.Kind, m.Sealed, c.sampleExtent)
 }
 
-// checkLens checks that every chunk of m.Sealed seals as many values as
-// its layout gives it (extent: seal.SealSlots's span): a chunk of another
-// length would not add to the other holders' and fail the sum.
-func (c *Coordinator) checkLens(m Message, extent func(ci int) int) error {
+// checkLens checks that every chunk of v, sealed in a message of kind,
+// seals as many values as its layout gives it (extent: seal.SealSlots's
+// span): a chunk of another length would not add to the other holders' and
+// fail the sum.
+func (c *Coordinator) checkLens(kind Kind, v seal.Vec, extent func(ci int) int) error {
 	spans := seal.Spans(c.scheme)
-	for ci, ch := range m.Sealed {
+	for ci, ch := range v {
 		want := c.scheme.ChunkLen()
 		if spans {
 			want = extent(ci)
 		}
 		if n := seal.Len(c.scheme, ch); n != want {
-			return fmt.Errorf("%s: sealed chunk %d holds %d values, its layout %d", m.Kind, ci, n, want)
+			return fmt.Errorf("%s: sealed chunk %d holds %d values, its layout %d", kind, ci, n, want)
 		}
 	}
 	return nil
@@ -996,7 +1012,7 @@ func (c *Coordinator) checkFeatureChunks(k int, m Message) error {
 			return fmt.Errorf("%s: sealed chunk %d holds none of the client's features", m.Kind, ci)
 		}
 	}
-	return c.checkLens(m, c.featureExtent)
+	return c.checkLens(m.Kind, m.Sealed, c.featureExtent)
 }
 
 // disconnect records that client k went away; a phase waiting for it

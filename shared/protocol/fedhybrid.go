@@ -36,7 +36,7 @@ func (fedHybridRule) checkLocal(c *Coordinator, k int, m Message) error {
 			return fmt.Errorf("local-part: sealed chunk %d is outside the consensus's %d slots", ci, 2*c.numFeatures)
 		}
 	}
-	return c.checkLens(m, func(ci int) int { return min(c.scheme.ChunkLen(), 2*c.numFeatures-ci*c.scheme.ChunkLen()) })
+	return c.checkLens(m.Kind, m.Sealed, func(ci int) int { return min(c.scheme.ChunkLen(), 2*c.numFeatures-ci*c.scheme.ChunkLen()) })
 }
 
 // open opens the sum of the summands (limbs joined).

@@ -79,13 +79,18 @@ func TestGroupStepsDualNeverDecreases(t *testing.T) {
 
 // TestGroupStepsEncryptedMatchesPlaintext: group steps, with the groups'
 // shared directions priced apart, give the same run, bit for bit, under
-// BGV as in plaintext, with a holder away for a while.
+// BGV as in plaintext, with a holder away for a while, with every holder
+// solving its groups and with one solver a group (SolveOnce).
 func TestGroupStepsEncryptedMatchesPlaintext(t *testing.T) {
 	d := testData(240, 9, 21)
-	for _, lossName := range []string{"hinge", "logistic"} {
-		t.Run(lossName, func(t *testing.T) {
+	for _, tc := range []struct {
+		lossName string
+		once     bool
+	}{{"hinge", false}, {"logistic", false}, {"hinge", true}, {"logistic", true}} {
+		lossName := tc.lossName
+		t.Run(fmt.Sprintf("%s/solve-once=%v", lossName, tc.once), func(t *testing.T) {
 			cfg := Config{Lambda: 1e-2, Loss: lossName, Inner: 12, Fraction: 0.5, Rounds: 25, Seed: 5, GroupSteps: true,
-				SharedDirections: 3, BiasFeature: d.M() - 1, BiasValue: 1}
+				SharedDirections: 3, SolveOnce: tc.once, BiasFeature: d.M() - 1, BiasValue: 1}
 			var hist [2][]RoundMetrics
 			for i, scheme := range []seal.Scheme{seal.Plaintext{Len: 64}, bgvScheme(t)} {
 				f := newFedScheme(t, gridBlocks(d, 2, 3), cfg, scheme)

@@ -41,6 +41,7 @@ const (
 	KindOpened    Kind = "opened"     // the opened aggregate, on every feature (SealPrimal)
 	KindLocalPart Kind = "local-part" // averaging baselines: the sealed local weights
 	KindGramPart  Kind = "gram-part"  // block step: the sealed partial Grams of the picks
+	KindSolved    Kind = "solved"     // block step, SolveOnce: the sealed directions of the groups the client solved
 
 	// Threshold keys (Config.Keys): the key setup before the first round
 	// and the switching of every sum the coordinator hands a participant
@@ -193,7 +194,9 @@ type Message struct {
 	// sealed payloads
 	Sealed seal.Vec `json:"-"`
 	// Alpha carries the sealed dual values along with inner products under
-	// the paper rule, whose clients' own copies go stale while inactive.
+	// the paper rule, whose clients' own copies go stale while inactive;
+	// and, in solved and direction under SolveOnce with group steps, the
+	// second (centered) direction, as Sealed carries the first.
 	Alpha seal.Vec `json:"-"`
 
 	// key-setup: the federation's threshold key and the receiver's party

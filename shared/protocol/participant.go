@@ -148,6 +148,9 @@ func (p *Participant) Handle(m Message) ([]Message, error) {
 	case KindStep:
 		return p.onStep(m)
 	case KindDirection:
+		if p.setup.Config.Step == StepBlock {
+			return p.onBlockDirection(m)
+		}
 		return p.onDirection(m)
 	case KindGram:
 		return p.onGram(m)

@@ -70,6 +70,8 @@ type roundFlow struct {
 	groupSteps bool
 	scale      map[int][2]float64
 	stepMean   float64
+	// solves (SolveOnce): the groups each solver was sent the Gram of.
+	solves map[int]map[int]bool
 }
 
 // hyfdcaRule is HyFDCA: dual values sealed at the server, primal

@@ -234,7 +234,7 @@ const CodeKeyMode = "key-mode"
 // phases name the coordinator's messages for people.
 var phases = map[protocol.Kind]string{
 	protocol.KindSetup: "setting up", protocol.KindNorms: "setting up", protocol.KindRefresh: "refreshing dual values",
-	protocol.KindStep: "local dual step", protocol.KindDirection: "direction", protocol.KindWeights: "inner products",
+	protocol.KindStep: "local dual step", protocol.KindDirection: "taking the group's step", protocol.KindWeights: "inner products",
 	protocol.KindGram: "sharing the picks' Gram", protocol.KindGramSum: "solving the group's step",
 	protocol.KindTrial: "step size search", protocol.KindApply: "applying the step",
 	// Threshold keys: every participant makes its party of the key; the
