@@ -214,15 +214,19 @@ func (s *BGV) WireSize(c Chunk) int {
 // wireLen is the size of a chunk of n values whose c1 travels as that many
 // seeds (0: whole).
 func (s *BGV) wireLen(seeds, n int) int {
-	c0 := 2 + 8*n
+	c0 := 2 + packedLen(n)
 	switch {
 	case seeds == 0:
-		return chunkHeader + c0 + 8*s.params.N()
+		return chunkHeader + c0 + packedLen(s.params.N())
 	case seeds == 1:
 		return chunkHeader + seedLen + c0
 	}
 	return chunkHeader + 1 + seeds*seedLen + c0
 }
+
+// packedLen is the bytes of n coefficients below q < 2^60 packed at 60
+// bits: 15 bytes a pair, 8 for an odd last one.
+func packedLen(n int) int { return 15*(n/2) + 8*(n%2) }
 
 const (
 	chunkHeader = 8
@@ -243,7 +247,9 @@ const (
 //	n (uint16, 1..N), c0's first n coefficients (coefficient domain)
 //	[c1, N coefficients in the NTT domain, unless seeded]
 //
-// with every coefficient as a uint64 below q.
+// with the coefficients, each below q < 2^60, packed at 60 bits
+// (appendPacked): 7.5 bytes a value. Version 1 had no n, and every
+// coefficient of c0, in the NTT domain, as a uint64.
 func (s *BGV) Marshal(c Chunk) ([]byte, error) {
 	return s.AppendChunk(make([]byte, 0, s.WireSize(c)), c)
 }
@@ -270,11 +276,50 @@ func (s *BGV) AppendChunk(out []byte, c Chunk) ([]byte, error) {
 		out = append(out, seed...)
 	}
 	out = binary.LittleEndian.AppendUint16(out, uint16(len(ct.c0)))
-	out = appendCoeffs(out, ct.c0)
+	out = appendPacked(out, ct.c0)
 	if flags == 0 {
-		out = appendCoeffs(out, ct.c1.Coeffs[0])
+		out = appendPacked(out, ct.c1.Coeffs[0])
 	}
 	return out, nil
+}
+
+// appendPacked appends the coefficients (each below 2^60) at 60 bits,
+// little endian: a pair as the 120 bits a | b<<60 in 15 bytes, an odd last
+// one in 8.
+func appendPacked(out []byte, row []uint64) []byte {
+	i := 0
+	for ; i+1 < len(row); i += 2 {
+		a, b := row[i], row[i+1]
+		out = binary.LittleEndian.AppendUint64(out, a|b<<60)
+		hi := b >> 4 // 56 bits
+		out = append(out, byte(hi), byte(hi>>8), byte(hi>>16), byte(hi>>24), byte(hi>>32), byte(hi>>40), byte(hi>>48))
+	}
+	if i < len(row) {
+		out = binary.LittleEndian.AppendUint64(out, row[i])
+	}
+	return out
+}
+
+// readPacked reads len(dst) coefficients packed by appendPacked from b
+// (at least packedLen(len(dst)) bytes), each checked below q.
+func readPacked(dst []uint64, b []byte, name string) error {
+	const mask = 1<<60 - 1
+	i := 0
+	for ; i+1 < len(dst); i += 2 {
+		lo := binary.LittleEndian.Uint64(b)
+		hi := uint64(b[8]) | uint64(b[9])<<8 | uint64(b[10])<<16 | uint64(b[11])<<24 | uint64(b[12])<<32 | uint64(b[13])<<40 | uint64(b[14])<<48
+		dst[i], dst[i+1] = lo&mask, lo>>60|hi<<4
+		b = b[15:]
+	}
+	if i < len(dst) {
+		dst[i] = binary.LittleEndian.Uint64(b)
+	}
+	for j, v := range dst {
+		if v >= bgvQ {
+			return fmt.Errorf("bgv: coefficient %d of %s is %d, not below the modulus", j, name, v)
+		}
+	}
+	return nil
 }
 
 // appendCoeffs appends the coefficients, little endian.
@@ -360,7 +405,10 @@ func (s *BGV) Unmarshal(b []byte) (Chunk, error) {
 	}
 	want := s.wireLen(seeds, n)
 	if version < 2 {
-		want -= 2
+		want = chunkHeader + (at - chunkHeader) + 8*n
+		if seeds == 0 {
+			want += 8 * N
+		}
 	}
 	if len(b) != want {
 		return nil, fmt.Errorf("bgv: chunk of %d bytes, want %d", len(b), want)
@@ -376,14 +424,18 @@ func (s *BGV) Unmarshal(b []byte) (Chunk, error) {
 	if version >= 2 {
 		at += 2
 	}
+	read, size := readPacked, packedLen
+	if version < 2 {
+		read, size = readCoeffs, func(n int) int { return 8 * n }
+	}
 	out.c0 = make([]uint64, n)
-	if err := readCoeffs(out.c0, b[at:], "c0"); err != nil {
+	if err := read(out.c0, b[at:], "c0"); err != nil {
 		return nil, err
 	}
-	at += 8 * n
+	at += size(n)
 	if seeds == 0 {
 		out.c1 = s.params.RingQ().NewPoly()
-		if err := readCoeffs(out.c1.Coeffs[0], b[at:], "c1"); err != nil {
+		if err := read(out.c1.Coeffs[0], b[at:], "c1"); err != nil {
 			return nil, err
 		}
 	}

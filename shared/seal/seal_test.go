@@ -235,7 +235,7 @@ func TestSeedSums(t *testing.T) {
 	}
 	k, _ := s.NewKey([32]byte{7})
 	cl := s.ChunkLen()
-	poly := cl * 8
+	poly := packedLen(cl)
 	for _, n := range []int{1, 2, MaxSumSeeds, MaxSumSeeds + 1, 40} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			var sum Chunk

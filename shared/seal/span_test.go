@@ -3,6 +3,7 @@ package seal
 import (
 	"encoding/binary"
 	"math"
+	mrand "math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -52,15 +53,17 @@ func TestSpanKeepsValuesOnly(t *testing.T) {
 			if !slices.Equal(got[:48], want) || got[48] != 0 || got[49] != 0 {
 				t.Fatalf("opened %v, want %v and zeros", got, want)
 			}
-			// The bytes follow the 48 values: 8 a value besides the header,
-			// the count and (BGV) the four holders' seeds.
+			// The bytes follow the 48 values: 8 a value (7.5 under BGV)
+			// besides the header, the count and (BGV) the four holders'
+			// seeds.
+			// (BGV's 60-bit coefficients packed: 7.5 bytes a value)
 			size := s.WireSize(sum[1])
-			over := chunkHeader + 2
+			wantSize := chunkHeader + 2 + 8*48
 			if sc.name == "bgv" {
-				over += 1 + 4*seedLen
+				wantSize = chunkHeader + 2 + 1 + 4*seedLen + 15*24
 			}
-			if size != over+8*48 {
-				t.Fatalf("a sum of 48 values travels as %d bytes, want %d", size, over+8*48)
+			if size != wantSize {
+				t.Fatalf("a sum of 48 values travels as %d bytes, want %d", size, wantSize)
 			}
 			b, err := MarshalVec(s, sum)
 			if err != nil {
@@ -150,4 +153,33 @@ func legacyBytes(t testing.TB, s Scheme, c Chunk) []byte {
 	}
 	t.Fatalf("no legacy format for %s", s.Name())
 	return nil
+}
+
+// TestPacked: coefficients below q pack at 60 bits and read back, for even
+// and odd counts; a packed value at or above q is refused.
+func TestPacked(t *testing.T) {
+	r := mrand.New(mrand.NewPCG(1, 2))
+	for _, n := range []int{1, 2, 3, 47, 48, 4096} {
+		in := make([]uint64, n)
+		for i := range in {
+			in[i] = r.Uint64N(bgvQ)
+		}
+		in[0], in[n-1] = bgvQ-1, 0
+		b := appendPacked(nil, in)
+		if len(b) != packedLen(n) {
+			t.Fatalf("%d coefficients packed in %d bytes, want %d", n, len(b), packedLen(n))
+		}
+		out := make([]uint64, n)
+		if err := readPacked(out, b, "c0"); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(in, out) {
+			t.Fatalf("%d coefficients read back differently", n)
+		}
+		big := slices.Clone(in)
+		big[n/2] = 1<<60 - 1
+		if err := readPacked(out, appendPacked(nil, big), "c0"); err == nil {
+			t.Fatalf("%d coefficients: a value above q read", n)
+		}
+	}
 }
