@@ -67,6 +67,7 @@ func (averagingRule) round(c *Coordinator) {
 					c.w[f] = vals[f] / float64(n)
 				}
 			}
+			c.wVersion++
 			for _, k := range got {
 				c.clients[k].localSteps += c.cfg.Inner
 			}

@@ -76,6 +76,11 @@ type clientState struct {
 	trainN      int // its training samples
 	localSteps  int // averaging baselines: local steps taken so far
 	activeRound bool
+	// wHeld is 1 + the version of w (Coordinator.wVersion) the client
+	// holds on its features, 0 when unknown: a client that holds the
+	// round's w before the step and got its trial direction follows the
+	// step itself, and its weights message carries no w (finishRound).
+	wHeld int
 	// keyRejoin: the reply a returning participant's key exchange waits
 	// for (threshold keys; "" when none is under way)
 	keyRejoin Kind
@@ -146,6 +151,10 @@ type Coordinator struct {
 	flow       roundFlow         // what the round's phases hand on
 	ip         ipFlow            // what ipPhase's phases hand on
 	needFullIP bool
+	// wVersion counts the changes of w (stepW's, and every setting of it):
+	// weights messages carry w only to clients that cannot follow the
+	// last change.
+	wVersion int
 	// wStale: under SealPrimal an opening of w failed (no opener was
 	// left); w is opened again before the next step.
 	wStale    bool
@@ -384,6 +393,7 @@ func (c *Coordinator) connect(k int, h Message) error {
 			return Errorf(CodeSchema, "client %d: returned with a different block", k)
 		}
 		cs.connected = true
+		cs.wHeld = 0 // perhaps a fresh tab
 		if c.numConnected() == c.numRegistered() {
 			// Threshold keys: the participant that comes back lost its
 			// party, so the key setup runs again for everyone.

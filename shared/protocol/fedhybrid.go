@@ -86,6 +86,7 @@ func (fedHybridRule) round(c *Coordinator) {
 			for j := range c.w {
 				c.w[j] = vals[j] / scale
 			}
+			c.wVersion++
 			c.ipPhase(true, nil)
 		}, func() { c.ipPhase(true, nil) })
 	})

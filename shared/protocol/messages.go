@@ -152,6 +152,9 @@ type Message struct {
 	Applied bool      // the round's direction was applied with Gamma
 	Full    bool      // weights: recompute and send every inner product
 	W       []float64 `json:"-"` // on the wire in binary (floatFields)
+	// weights: W is left out; the client held w before the round's step
+	// and moves it itself by Gamma times the trial direction (if Applied)
+	Follow bool `json:",omitempty"`
 	// ip: candidate steps to price (nil: the values are x_n.w themselves)
 	Grid []float64
 

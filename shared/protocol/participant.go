@@ -469,7 +469,12 @@ func (p *Participant) directionPart(round int, d []float64, report []bool) (Mess
 }
 
 func (p *Participant) onWeights(m Message) ([]Message, error) {
-	if len(m.W) != len(p.block.Features) {
+	switch {
+	case m.Follow && (len(m.W) != 0 || m.Full):
+		return nil, fmt.Errorf("participant: weights: w to follow and %d values", len(m.W))
+	case m.Follow && m.Applied && len(p.u) != len(p.block.Features):
+		return nil, fmt.Errorf("participant: weights: a step to follow without this round's trial direction")
+	case !m.Follow && len(m.W) != len(p.block.Features):
 		return nil, fmt.Errorf("participant: weights: %d values for %d features", len(m.W), len(p.block.Features))
 	}
 	if m.Applied {
@@ -490,7 +495,12 @@ func (p *Participant) onWeights(m Message) ([]Message, error) {
 		}
 	}
 	p.pending, p.trial = nil, nil
-	copy(p.w, m.W)
+	switch {
+	case !m.Follow:
+		copy(p.w, m.W)
+	case m.Applied:
+		stepW(p.w, p.u, m.Gamma) // as the server moves its w
+	}
 	if !m.Full {
 		return nil, nil
 	}

@@ -72,6 +72,10 @@ type roundFlow struct {
 	stepMean   float64
 	// solves (SolveOnce): the groups each solver was sent the Gram of.
 	solves map[int]map[int]bool
+	// trialTo: the clients sent the round's trial direction, at w's
+	// version wAtTrial.
+	trialTo  map[int]bool
+	wAtTrial int
 }
 
 // hyfdcaRule is HyFDCA: dual values sealed at the server, primal
@@ -234,6 +238,7 @@ func (c *Coordinator) openW(then func()) {
 	}
 	c.openPhase(sum, map[int]bool{}, func(w []float64) {
 		copy(c.w, w)
+		c.wVersion++
 		c.wStale = false
 		then()
 	}, func() {
@@ -272,6 +277,7 @@ func (c *Coordinator) openPhase(sum seal.Vec, tried map[int]bool, done func(vals
 }
 
 func (c *Coordinator) recomputeW() {
+	c.wVersion++
 	for i := range c.w {
 		c.w[i] = 0
 	}
@@ -516,11 +522,13 @@ func (c *Coordinator) lineSearch(u []float64, dconj, gmax float64) {
 func (c *Coordinator) trialPhase(u []float64, gammaD float64) {
 	targets := c.eligible()
 	c.flow.u, c.flow.grid = u, []float64{0}
+	c.flow.trialTo, c.flow.wAtTrial = map[int]bool{}, c.wVersion
 	if u != nil {
 		c.flow.grid = candidateSteps(gammaD, c.gammaMax, c.cfg.Search, c.cfg.Step == StepBlock, c.cfg.Loss != "hinge")
 	}
 	for _, k := range targets {
 		m := Message{Kind: KindTrial, Round: c.round, W: c.onFeatures(k, u)}
+		c.flow.trialTo[k] = true
 		if u != nil {
 			c.groupScale(k, &m)
 		}
@@ -577,10 +585,36 @@ func (c *Coordinator) finishRound(gi int) {
 	if f.partial {
 		c.needFullIP = true
 	}
+	// A client that held w before the step and got the trial direction
+	// takes the step itself (stepW, the same operations on the same
+	// numbers): its message carries no w.
+	moved := 0
+	if gamma > 0 {
+		moved = 1
+	}
+	follow := f.trialTo != nil && c.wVersion == f.wAtTrial+moved
 	for _, k := range c.eligible() {
-		c.send(k, Message{Kind: KindWeights, Round: c.round, Gamma: gamma, Applied: gamma > 0, W: c.onFeatures(k, c.w)})
+		cs := c.clients[k]
+		m := Message{Kind: KindWeights, Round: c.round, Gamma: gamma, Applied: gamma > 0}
+		if follow && f.trialTo[k] && cs.wHeld == f.wAtTrial+1 {
+			m.Follow = true
+		} else {
+			m.W = c.onFeatures(k, c.w)
+		}
+		cs.wHeld = c.wVersion + 1
+		c.send(k, m)
 	}
 	c.nextRound()
+}
+
+// stepW moves w by gamma u, each product rounded before the sum (the
+// conversion forbids a fused multiply-add, which some platforms would
+// use): a participant following the step (onWeights) computes the same
+// bits.
+func stepW(w, u []float64, gamma float64) {
+	for i, v := range u {
+		w[i] += float64(gamma * v)
+	}
 }
 
 // applyPhase moves the dual values, the primal contributions and w by gamma
@@ -626,9 +660,8 @@ func (c *Coordinator) applyPhase(u []float64, gamma float64, done func(applied b
 			c.fail(err)
 			return
 		}
-		for i, v := range u {
-			c.w[i] += gamma * v
-		}
+		stepW(c.w, u, gamma)
+		c.wVersion++
 		for k, dw := range c.dirDW {
 			hw := c.clients[k].hatW
 			for j, v := range dw {
@@ -808,6 +841,7 @@ func (c *Coordinator) ipPhase(final bool, then func()) {
 	targets := c.eligible()
 	for _, k := range targets {
 		c.send(k, Message{Kind: KindWeights, Round: c.round, Full: true, W: c.onFeatures(k, c.w)})
+		c.clients[k].wHeld = c.wVersion + 1
 	}
 	c.ip = ipFlow{final: final, then: then, partial: len(targets) < len(c.clients)}
 	c.awaitSum(PhaseIP, KindIPPart, targets, c.ipSumsIn)

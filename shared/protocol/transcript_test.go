@@ -250,6 +250,9 @@ func fields(m *Message) string {
 	if m.Applied {
 		f = append(f, "applied")
 	}
+	if m.Follow {
+		f = append(f, "follow")
+	}
 	if m.Full {
 		f = append(f, "full")
 	}
