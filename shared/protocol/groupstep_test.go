@@ -55,16 +55,7 @@ func TestGroupStepsDualNeverDecreases(t *testing.T) {
 				}
 				groupStepsScript(t, f)
 				h := f.run(t)
-				prev := math.Inf(-1)
-				for _, r := range h {
-					if math.IsNaN(r.Dual) {
-						continue
-					}
-					if r.Dual < prev-1e-12*math.Abs(prev) {
-						t.Fatalf("round %d: dual fell from %.12g to %.12g", r.Round, prev, r.Dual)
-					}
-					prev = r.Dual
-				}
+				checkDualNeverFalls(t, h, "")
 				if groupSteps == 0 {
 					t.Fatal("no round took group steps")
 				}

@@ -201,3 +201,20 @@ func testKeyAndFeatures(t *testing.T, scheme seal.Scheme, m int) (seal.Key, []in
 	}
 	return key, all
 }
+
+// checkDualNeverFalls fails the test if the reported dual falls from one
+// round to a later one (beyond 1e-12 relative; rounds without a dual are
+// skipped): the guarantee every step rule keeps.
+func checkDualNeverFalls(t testing.TB, h []RoundMetrics, what string) {
+	t.Helper()
+	prev := math.Inf(-1)
+	for _, r := range h {
+		if math.IsNaN(r.Dual) {
+			continue
+		}
+		if r.Dual < prev-1e-12*math.Abs(prev) {
+			t.Fatalf("%sround %d: dual fell from %.12g to %.12g", what, r.Round, prev, r.Dual)
+		}
+		prev = r.Dual
+	}
+}

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -95,16 +96,7 @@ func TestSharedDirectionsRun(t *testing.T) {
 				if shared > 0 && split == 0 {
 					t.Fatal("sigma' never fell below the number of updating groups: the split never applied")
 				}
-				prev := math.Inf(-1)
-				for _, r := range hist[i] {
-					if math.IsNaN(r.Dual) {
-						continue
-					}
-					if r.Dual < prev-1e-12*math.Abs(prev) {
-						t.Fatalf("shared %d, round %d: dual fell from %.12g to %.12g", shared, r.Round, prev, r.Dual)
-					}
-					prev = r.Dual
-				}
+				checkDualNeverFalls(t, hist[i], fmt.Sprintf("shared %d, ", shared))
 				last := hist[i][len(hist[i])-1]
 				if !(last.Gap >= 0 && last.Gap < 1e-2*last.Primal) {
 					t.Fatalf("shared %d, last round: P=%v D=%v gap %v", shared, last.Primal, last.Dual, last.Gap)

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -51,16 +52,7 @@ func TestSolveOnce(t *testing.T) {
 				if once != (solved > 0) || once != (centered > 0) {
 					t.Fatalf("solve-once %v: %d solved messages, %d centered directions sent", once, solved, centered)
 				}
-				prev := math.Inf(-1)
-				for _, r := range hist[i] {
-					if math.IsNaN(r.Dual) {
-						continue
-					}
-					if r.Dual < prev-1e-12*math.Abs(prev) {
-						t.Fatalf("solve-once %v, round %d: dual fell from %.12g to %.12g", once, r.Round, prev, r.Dual)
-					}
-					prev = r.Dual
-				}
+				checkDualNeverFalls(t, hist[i], fmt.Sprintf("solve-once %v, ", once))
 				last := hist[i][len(hist[i])-1]
 				if !(last.Gap >= 0 && last.Gap < 1e-3*last.Primal) {
 					t.Fatalf("solve-once %v, last round: P=%v D=%v gap %v", once, last.Primal, last.Dual, last.Gap)
