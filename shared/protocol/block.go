@@ -197,8 +197,16 @@ func (c *Coordinator) gramsIn(p *phaseState) {
 // round.
 func (c *Coordinator) solvedIn(p *phaseState) {
 	targets := c.flow.targets
-	if len(p.dropped) > 0 {
-		if targets = c.withoutGroupsOf(p.dropped); len(targets) == 0 {
+	// A holder that left while the solvers worked (it was not waited for)
+	// takes its groups out too: the direction phase would wait for it.
+	gone := slices.Clone(p.dropped)
+	for _, k := range targets {
+		if !c.clients[k].connected && !slices.Contains(gone, k) {
+			gone = append(gone, k)
+		}
+	}
+	if len(gone) > 0 {
+		if targets = c.withoutGroupsOf(gone); len(targets) == 0 {
 			c.trialPhase(nil, 0)
 			return
 		}

@@ -137,3 +137,45 @@ func TestSolvedRefused(t *testing.T) {
 		t.Fatal("no solve phase seen")
 	}
 }
+
+// TestSolveOnceHolderLeaves: a holder that is not its group's solver leaves
+// while the solvers work; the round goes on at once with the other groups
+// (it is not waited for in the direction phase), and the holder comes back.
+func TestSolveOnceHolderLeaves(t *testing.T) {
+	d := testData(300, 10, 5)
+	cfg := Config{Lambda: 1e-2, Inner: 10, Rounds: 12, Seed: 4, GroupSteps: true, SolveOnce: true}
+	f := newFed(t, gridBlocks(d, 3, 2), cfg) // 3 sample groups of 2 holders
+	left, back := -1, false
+	f.mem.Hook = func() {
+		c := f.coord
+		switch {
+		case left < 0 && c.Round() == 5 && c.phase != nil && c.phase.reply == KindSolved && len(c.phase.waiting) > 0:
+			for _, k := range c.flow.targets {
+				if c.flow.solves[k] == nil {
+					// The leave reaches the coordinator before the solvers'
+					// replies (the memory transport would queue it after).
+					left = k
+					c.disconnect(k)
+					f.mem.Drop(k)
+					return
+				}
+			}
+		case left >= 0 && !back && c.Round() >= 8:
+			back = true
+			if err := f.mem.Join(left); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	h := f.run(t)
+	if left < 0 || !back {
+		t.Fatalf("no holder left during the solve (left %d, back %v)", left, back)
+	}
+	if h[5].Updated != 2 || h[5].Gamma == 0 {
+		t.Fatalf("round 5: %d groups updated, step %v; want the 2 groups without the holder that left, and a step", h[5].Updated, h[5].Gamma)
+	}
+	checkDualNeverFalls(t, h, "")
+	if len(h) != cfg.Rounds+1 {
+		t.Fatalf("%d rounds recorded, want %d", len(h), cfg.Rounds+1)
+	}
+}
