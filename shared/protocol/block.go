@@ -216,24 +216,18 @@ func (c *Coordinator) solvedIn(p *phaseState) {
 	for _, gi := range c.updating {
 		keep[gi] = true
 	}
-	// Each chunk comes from its group's one solver (check): no sums.
+	// Each chunk comes from its group's one solver (check): the "sum" of
+	// the directions is the solvers' chunks, the centered ones are theirs.
 	d, cent := seal.Vec{}, seal.Vec{}
-	for k, m := range p.replies {
-		for _, v := range []struct {
-			from, to seal.Vec
-		}{{m.Sealed, d}, {m.Alpha, cent}} {
-			for ci, ch := range v.from {
-				if keep[c.chunkGroup[ci]] {
-					v.to[ci] = ch
-				}
-			}
+	for ci, ch := range p.sum {
+		if keep[c.chunkGroup[ci]] {
+			d[ci] = ch
 		}
-		delete(p.replies, k)
 	}
-	if p.summed {
-		for ci, ch := range p.sum {
+	for _, m := range p.replies {
+		for ci, ch := range m.Alpha {
 			if keep[c.chunkGroup[ci]] {
-				d[ci] = ch
+				cent[ci] = ch
 			}
 		}
 	}

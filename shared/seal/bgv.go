@@ -404,8 +404,8 @@ func (s *BGV) Unmarshal(b []byte) (Chunk, error) {
 		}
 	}
 	want := s.wireLen(seeds, n)
-	if version < 2 {
-		want = chunkHeader + (at - chunkHeader) + 8*n
+	if version < 2 { // uint64 coefficients, all of c0
+		want = at + 8*n
 		if seeds == 0 {
 			want += 8 * N
 		}
@@ -622,31 +622,6 @@ func (k *BGVKey) Open(c Chunk) ([]float64, error) {
 		out[i] = float64(x) / fixedOne
 	}
 	return out, nil
-}
-
-// EncodeScaled writes the fixed-point integers of vals times t^-1 mod q into
-// out, in the coefficient domain: the plaintext part m/t of a ciphertext's
-// phase c0 + c1*s = m/t + e, exactly as BGVKey.Seal forms it. It is for
-// encryptors other than BGVKey so that their chunks decode bit for bit like
-// BGVKey's. vals must hold ChunkLen values on the fixed-point grid within
-// ±MaxAbs.
-func (s *BGV) EncodeScaled(vals []float64, out ring.Poly) error {
-	if len(vals) != s.ChunkLen() {
-		return fmt.Errorf("bgv: encode %d values, want %d", len(vals), s.ChunkLen())
-	}
-	if out.N() != s.params.N() || out.Level() != s.params.MaxLevel() {
-		return fmt.Errorf("bgv: encode into a polynomial of degree %d, level %d", out.N(), out.Level())
-	}
-	pt := out.Coeffs[0]
-	for i, v := range vals {
-		x, err := toFixed(v)
-		if err != nil {
-			return fmt.Errorf("bgv: slot %d: %w", i, err)
-		}
-		pt[i] = residue(x)
-	}
-	s.params.RingQ().MulScalar(out, ring.ModExp(bgvT, bgvQ-2, bgvQ), out)
-	return nil
 }
 
 // WrapCiphertext returns ct, a ciphertext of the parameters in the NTT

@@ -19,6 +19,9 @@ type Plaintext struct {
 // (1 to ChunkLen; the others are zero).
 type PlainChunk struct{ V []float64 }
 
+// Len is the number of values the chunk seals.
+func (pc *PlainChunk) Len() int { return len(pc.V) }
+
 // Name implements Scheme.
 func (p Plaintext) Name() string { return "plaintext" }
 
