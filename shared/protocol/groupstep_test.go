@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hyfed/hyfed/shared/dataset"
+	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
@@ -258,5 +260,106 @@ func TestGroupBuckets(t *testing.T) {
 	}
 	if moved < 125/2 {
 		t.Errorf("the next round moves only %d of 125 groups to another bucket", moved)
+	}
+}
+
+// TestFallToCoupling: after a cut round sigma' falls halfway in logarithm
+// towards a smaller coupling, never below 1, and never rises.
+func TestFallToCoupling(t *testing.T) {
+	for _, tc := range []struct{ sigma, rho, want float64 }{
+		{sigma: 16, rho: 1, want: 4},   // halfway in logarithm
+		{sigma: 2, rho: 0.25, want: 1}, // never below 1
+		{sigma: 4, rho: 16, want: 4},   // a cut round never raises it
+		{sigma: 8, rho: 8, want: 8},    // at the coupling: stays
+		{sigma: 8, rho: 0, want: 8},    // not measured
+		{sigma: 8, rho: math.NaN(), want: 8},
+	} {
+		if got := fallToCoupling(tc.sigma, tc.rho); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("fallToCoupling(%v, %v) = %v, want %v", tc.sigma, tc.rho, got, tc.want)
+		}
+	}
+}
+
+// couplingData returns k sample groups of n rows each over k*m features
+// (horizontal:k blocks). apart: group g's rows are non-zero only on its
+// own m features, so the groups' directions are orthogonal; otherwise
+// every group holds copies of the same rows on the first m features, so
+// their first directions coincide.
+func couplingData(k, n, m int, apart bool) []partition.Block {
+	base := testData(n, m, 5)
+	out := make([]partition.Block, k)
+	for g := range out {
+		b := partition.Block{NumFeatures: k * m, X: dataset.NewDense(n, k*m)}
+		for j := range k * m {
+			b.Features = append(b.Features, j)
+		}
+		off := 0
+		if apart {
+			off = g * m
+		}
+		for i := range n {
+			b.IDs = append(b.IDs, fmt.Sprintf("g%d-%d", g, i))
+			b.Y = append(b.Y, base.Y[i])
+			b.Heldout = append(b.Heldout, false)
+			for j := range m {
+				b.X.Data[i*k*m+off+j] = base.X.At(i, j)
+			}
+		}
+		out[g] = b
+	}
+	return out
+}
+
+// TestSigmaFollowsTheGroupsCoupling: under group steps sigma' follows how
+// much the groups' directions add up. Groups whose rows share no feature
+// move orthogonally, and sigma' falls from K towards 1 (every group may
+// take nearly its own full step); groups holding the same rows move
+// alike, and sigma' stays at K, CoCoA+'s safe value.
+func TestSigmaFollowsTheGroupsCoupling(t *testing.T) {
+	const k = 4
+	for _, tc := range []struct {
+		name  string
+		apart bool
+		check func(sigma float64) bool
+		want  string
+	}{
+		{"orthogonal groups", true, func(s float64) bool { return s < 1.5 }, "below 1.5"},
+		{"identical groups", false, func(s float64) bool { return s > 0.95*k }, fmt.Sprintf("near %d", k)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Lambda: 1e-2, Loss: "hinge", Inner: 40, Rounds: 12, Seed: 3, GroupSteps: true}
+			f := newFed(t, couplingData(k, 40, 6, tc.apart), cfg)
+			h := f.run(t)
+			checkDualNeverFalls(t, h, "")
+			if s := f.coord.sigma; !tc.check(s) {
+				t.Fatalf("sigma' after %d rounds = %v, want %s", len(h)-1, s, tc.want)
+			}
+		})
+	}
+}
+
+// TestAdaptStepLearnsFromACutRound: under group steps a round whose line
+// search the dual values' box cut (which says nothing about the
+// curvature) still lets sigma' fall to the coupling the server measured:
+// with 125 image groups every round is cut, and a sigma' that learned only
+// from uncut rounds stayed at round 1's value. An uncut round learns from
+// its step as before.
+func TestAdaptStepLearnsFromACutRound(t *testing.T) {
+	c := &Coordinator{updating: make([]int, 125), roundSigma: 62, sigma: 62, gammaMax: 1}
+	c.flow.scale = map[int][2]float64{0: {1, 0}}
+	c.flow.coupling = 2
+	c.adaptStep(1) // cut: no stepMean
+	if want := math.Sqrt(62 * 2.0); math.Abs(c.sigma-want) > 1e-12 {
+		t.Fatalf("sigma' = %v after a cut round with coupling 2, want %v", c.sigma, want)
+	}
+	c.roundSigma, c.flow.coupling = c.sigma, 40
+	c.adaptStep(1)
+	if c.sigma != c.roundSigma {
+		t.Fatalf("sigma' = %v after a cut round with coupling 40 > sigma' %v: a cut round must not raise it", c.sigma, c.roundSigma)
+	}
+	c.flow.stepMean = 0.25 // uncut, the model's step a quarter: the directions were twice too bold
+	c.adaptStep(0.25)
+	if want := 2 * c.roundSigma; math.Abs(c.sigma-want) > 1e-12 {
+		t.Fatalf("sigma' = %v after an uncut step of 0.25, want %v", c.sigma, want)
 	}
 }

@@ -65,11 +65,13 @@ type roundFlow struct {
 	metrics map[int]Message
 	// GroupSteps (groupstep.go): the round's groups also solved against
 	// their centered Grams; scale holds each updating holder's group's
-	// weights on its two directions, stepMean the step sigma' learns from
-	// (0: none).
+	// weights on its two directions; stepMean the model's step along the
+	// groups' first directions (0: cut by a limit) and coupling the
+	// groups' measured coupling, what sigma' learns from (adaptStep).
 	groupSteps bool
 	scale      map[int][2]float64
 	stepMean   float64
+	coupling   float64
 	// solves (SolveOnce): the groups each solver was sent the Gram of.
 	solves map[int]map[int]bool
 	// trialTo: the clients sent the round's trial direction, at w's
