@@ -440,10 +440,10 @@ func (c *Coordinator) adaptStep(t float64) {
 // because rho <= K always; sigma' >= rho is what the combined direction
 // needs (the groups' models then bound its curvature), and how far rho
 // falls below sigma' is what the directions leave on the table. With 125
-// image groups every round is cut (an exact group solve puts a pick on a
-// bound, so the limit is 1), rho measures 1-5, and a sigma' that learned
-// only from uncut rounds stayed at round 1's 62 of 125 while the dual
-// crawled (docs/convergence.md). sigma' falls halfway in logarithm
+// image groups every round was cut (an exact group solve puts a pick on a
+// bound, so the limit is 1) and a sigma' that learned only from uncut
+// rounds stayed at round 1's 62 of 125 while the dual crawled; rho
+// measures 2-40 there (docs/convergence.md). sigma' falls halfway in logarithm
 // (sqrt(sigma' rho), as adaptSigma moves, so that one round of nearly
 // orthogonal directions does not make the next ones bold), never below
 // 1, and never rises here: a cut round does not say the directions were
