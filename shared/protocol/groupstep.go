@@ -199,6 +199,8 @@ func (c *Coordinator) groupLineSearch(targets []int, replies map[int]Message) bo
 		}
 		if g0 < lmin*(1-1e-9) {
 			c.flow.stepMean = g0
+		} else {
+			c.flow.cut = true
 		}
 	}
 	// The second directions only move dual mass between the groups: their
@@ -417,7 +419,8 @@ func (c *Coordinator) groupScale(k int, m *Message) {
 // adaptSigma). A step cut by the limit says only that the model wanted at
 // least the limit (at least 1: every group's own solve stays feasible):
 // the directions were not too bold, and sigma' falls towards the coupling
-// the server measured (fallToCoupling).
+// the server measured (fallToCoupling). A round without a gain along the
+// first directions says nothing.
 func (c *Coordinator) adaptStep(t float64) {
 	if c.flow.scale == nil {
 		c.adaptSigma(t)
@@ -430,7 +433,9 @@ func (c *Coordinator) adaptStep(t float64) {
 		c.sigma = math.Max(1, math.Min(float64(len(c.updating)), c.roundSigma/math.Sqrt(g)))
 		return
 	}
-	c.sigma = fallToCoupling(c.roundSigma, c.flow.coupling)
+	if c.flow.cut {
+		c.sigma = fallToCoupling(c.roundSigma, c.flow.coupling)
+	}
 }
 
 // fallToCoupling returns sigma' after a round whose line search the dual

@@ -348,7 +348,12 @@ func TestAdaptStepLearnsFromACutRound(t *testing.T) {
 	c := &Coordinator{updating: make([]int, 125), roundSigma: 62, sigma: 62, gammaMax: 1}
 	c.flow.scale = map[int][2]float64{0: {1, 0}}
 	c.flow.coupling = 2
-	c.adaptStep(1) // cut: no stepMean
+	c.adaptStep(1) // no gain along the first directions: says nothing
+	if c.sigma != 62 {
+		t.Fatalf("sigma' = %v after a round without a gain along the groups' directions, want 62", c.sigma)
+	}
+	c.flow.cut = true
+	c.adaptStep(1)
 	if want := math.Sqrt(62 * 2.0); math.Abs(c.sigma-want) > 1e-12 {
 		t.Fatalf("sigma' = %v after a cut round with coupling 2, want %v", c.sigma, want)
 	}
@@ -357,7 +362,7 @@ func TestAdaptStepLearnsFromACutRound(t *testing.T) {
 	if c.sigma != c.roundSigma {
 		t.Fatalf("sigma' = %v after a cut round with coupling 40 > sigma' %v: a cut round must not raise it", c.sigma, c.roundSigma)
 	}
-	c.flow.stepMean = 0.25 // uncut, the model's step a quarter: the directions were twice too bold
+	c.flow.cut, c.flow.stepMean = false, 0.25 // uncut, the model's step a quarter: the directions were twice too bold
 	c.adaptStep(0.25)
 	if want := 2 * c.roundSigma; math.Abs(c.sigma-want) > 1e-12 {
 		t.Fatalf("sigma' = %v after an uncut step of 0.25, want %v", c.sigma, want)

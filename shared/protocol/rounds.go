@@ -65,12 +65,14 @@ type roundFlow struct {
 	metrics map[int]Message
 	// GroupSteps (groupstep.go): the round's groups also solved against
 	// their centered Grams; scale holds each updating holder's group's
-	// weights on its two directions; stepMean the model's step along the
-	// groups' first directions (0: cut by a limit) and coupling the
-	// groups' measured coupling, what sigma' learns from (adaptStep).
+	// weights on its two directions; what sigma' learns from (adaptStep):
+	// stepMean the model's step along the groups' first directions when
+	// no limit cut it (0: cut or no gain), cut whether the limit cut it,
+	// coupling the groups' measured coupling.
 	groupSteps bool
 	scale      map[int][2]float64
 	stepMean   float64
+	cut        bool
 	coupling   float64
 	// solves (SolveOnce): the groups each solver was sent the Gram of.
 	solves map[int]map[int]bool
