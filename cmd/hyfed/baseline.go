@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/hyfed/hyfed/shared/averaging"
@@ -98,9 +99,17 @@ func runPoints(ctx context.Context, p *experiment.Prepared, o experiment.Options
 	baseline := o.Algo != "" && o.Algo != protocol.AlgoHyFDCA
 	all, counted := 0.0, 0.0
 	pts := make([]cmpPoint, 0, len(h))
+	best, bestAcc := math.Inf(1), math.NaN() // the handed-out model (Coordinator.keepIfBest)
 	for _, r := range h {
 		if r.Round == 0 {
 			continue
+		}
+		if !r.Partial && r.Primal < best {
+			best, bestAcc = r.Primal, r.HeldAcc
+		}
+		model, acc := best, bestAcc
+		if math.IsInf(best, 1) { // no certified round yet: the current iterate
+			model, acc = r.Primal, r.HeldAcc
 		}
 		for phase, sec := range r.Seconds {
 			all += sec
@@ -108,7 +117,7 @@ func runPoints(ctx context.Context, p *experiment.Prepared, o experiment.Options
 				counted += sec
 			}
 		}
-		pts = append(pts, cmpPoint{Round: r.Round, Seconds: counted, Primal: r.Primal, HeldAcc: r.HeldAcc})
+		pts = append(pts, cmpPoint{Round: r.Round, Seconds: counted, Primal: model, HeldAcc: acc, IterPrimal: r.Primal})
 	}
 	if all > 0 {
 		for i := range pts {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/protocol"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,7 +39,8 @@ func TestCompareSmallGrid(t *testing.T) {
 	if strings.Contains(string(md), "failed") {
 		t.Errorf("a run failed:\n%s", md)
 	}
-	if !strings.Contains(string(md), "lower relative loss after T rounds in") || !strings.Contains(string(md), "of 5 comparisons") {
+	if !strings.Contains(string(md), "lower relative loss after T rounds in") || !strings.Contains(string(md), "of 5 comparisons") ||
+		!strings.Contains(string(md), "by the rounds' own iterates") {
 		t.Errorf("no win counts over 5 comparisons:\n%s", md)
 	}
 	svg, err := os.ReadFile(filepath.Join(out, "comparison.svg"))
@@ -71,5 +74,37 @@ func TestCompareSameRun(t *testing.T) {
 	}
 	if all == small || all != same(p, map[string]float64{"iic": 50}) {
 		t.Errorf("iic 5 and 50 pick every sample: named %q and %q (iic 0.02: %q)", all, same(p, map[string]float64{"iic": 50}), small)
+	}
+}
+
+// TestRunPointsHandOutTheModel: a run's points read the model the
+// federation hands out (the lowest primal so far, never worse from one
+// round to the next) beside each round's own iterate.
+func TestRunPointsHandOutTheModel(t *testing.T) {
+	o := experiment.Options{Data: "synthetic:400,30,0.3,0.1,5", Partition: "grid:4,2"}
+	p, err := experiment.Prepare(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := protocol.Defaults()
+	cfg.Lambda, cfg.Rounds, cfg.Fraction = 1e-3, 40, 0.5
+	o.Plaintext, o.Config = true, cfg
+	pts, err := runPoints(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 40 {
+		t.Fatalf("%d points for 40 rounds", len(pts))
+	}
+	best, swung := math.Inf(1), false
+	for _, pt := range pts {
+		best = math.Min(best, pt.IterPrimal)
+		if pt.Primal != best {
+			t.Fatalf("round %d: the handed-out model's primal %v, want the lowest so far %v", pt.Round, pt.Primal, best)
+		}
+		swung = swung || pt.IterPrimal > pt.Primal
+	}
+	if !swung {
+		t.Log("no round's iterate was worse than the model so far: the test checked the equal case only")
 	}
 }
