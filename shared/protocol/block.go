@@ -32,8 +32,9 @@ import (
 //     subproblems are conservative), priced and applied as under hyfed.
 //
 // sigma' starts at CoCoA+'s safe scale, the number of updating groups, and
-// follows the groups' measured coupling under group steps (followCoupling),
-// else the line search (adaptSigma). When a group's holders hold disjoint features (feature
+// follows the line search (adaptSigma); under group steps a round the
+// feasibility limit cut lets it fall towards the groups' measured coupling
+// (adaptStep, fallToCoupling). When a group's holders hold disjoint features (feature
 // blocks) their partial Grams add up to the exact Gram (kappa 1); when
 // they share features (a sample's non-zeros dealt among them) the sum
 // misses the cross-holder terms, and kappa times it, kappa up to the
