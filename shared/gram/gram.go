@@ -69,10 +69,7 @@ func Split(a []float64, h, r int, sr, sm float64) []float64 {
 	}
 	r = len(v)
 	// av[j] = A v_j; c = V^T A V, factored.
-	av := make([][]float64, r)
-	for j := range v {
-		av[j] = mulSym(a, h, v[j])
-	}
+	av := mulBlock(a, h, v)
 	c := make([]float64, r*r)
 	for i := 0; i < r; i++ {
 		for j := 0; j <= i; j++ {
@@ -128,10 +125,7 @@ func leading(a []float64, h, r int) [][]float64 {
 	floor := 1e-10 * math.Max(tr, 1e-300)
 	v = orthonormal(v, floor)
 	for it := 0; it < subspaceIters && len(v) > 0; it++ {
-		for j := range v {
-			v[j] = mulSym(a, h, v[j])
-		}
-		v = orthonormal(v, floor)
+		v = orthonormal(mulBlock(a, h, v), floor)
 	}
 	return v
 }
@@ -164,6 +158,27 @@ func mulSym(a []float64, h int, x []float64) []float64 {
 	y := make([]float64, h)
 	for i := 0; i < h; i++ {
 		y[i] = vec.Dot(a[i*h:(i+1)*h], x)
+	}
+	return y
+}
+
+// mulBlock returns A v_j for every v_j, with the bits of mulSym: each
+// entry is one row of A dotted with one vector, four vectors at a time
+// (vec.Dot4), so A is read once for four vectors and not once for each.
+func mulBlock(a []float64, h int, v [][]float64) [][]float64 {
+	y := make([][]float64, len(v))
+	for j := range y {
+		y[j] = make([]float64, h)
+	}
+	for i := 0; i < h; i++ {
+		row := a[i*h : (i+1)*h]
+		j := 0
+		for ; j+4 <= len(v); j += 4 {
+			y[j][i], y[j+1][i], y[j+2][i], y[j+3][i] = vec.Dot4(row, v[j], v[j+1], v[j+2], v[j+3])
+		}
+		for ; j < len(v); j++ {
+			y[j][i] = vec.Dot(row, v[j])
+		}
 	}
 	return y
 }

@@ -128,8 +128,30 @@ func TestSplitSameBits(t *testing.T) {
 	}
 }
 
+// TestMulBlockSameBits: the blocked product gives the bits of one
+// matrix-vector product at a time, for any number of vectors.
+func TestMulBlockSameBits(t *testing.T) {
+	const h = 37
+	a := picks(h, 50, 2, 1, 3)
+	for n := 0; n <= 9; n++ {
+		v := make([][]float64, n)
+		for j := range v {
+			v[j] = append([]float64(nil), a[(j%h)*h:(j%h+1)*h]...)
+		}
+		got := mulBlock(a, h, v)
+		for j := range v {
+			want := mulSym(a, h, v[j])
+			for i := range want {
+				if math.Float64bits(got[j][i]) != math.Float64bits(want[i]) {
+					t.Fatalf("%d vectors: entry %d of vector %d is %v, one at a time %v", n, i, j, got[j][i], want[i])
+				}
+			}
+		}
+	}
+}
+
 func BenchmarkSplit(b *testing.B) {
-	for _, h := range []int{48, 238, 452} {
+	for _, h := range []int{48, 238, 452, 838} {
 		a := picks(h, 785, 3, 1, uint64(h))
 		b.Run("h="+strconv.Itoa(h), func(b *testing.B) {
 			for b.Loop() {
