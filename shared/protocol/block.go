@@ -393,6 +393,7 @@ func (p *Participant) violates(i int) bool {
 // partial Gram of them in the group's chunks.
 func (p *Participant) onGram(m Message) ([]Message, error) {
 	p.pending, p.picks, p.gramAt, p.gammaMax = nil, map[int][]int{}, map[int]int{}, math.Inf(1)
+	p.own = map[int][]float64{}
 	p.limits = map[int][2]float64{}
 	if len(m.GramAt) != len(m.Groups) {
 		return nil, fmt.Errorf("participant: gram: %d groups but %d Gram positions", len(m.Groups), len(m.GramAt))
@@ -419,6 +420,13 @@ func (p *Participant) onGram(m Message) ([]Message, error) {
 		}
 		picks := append([]int(nil), pick(cand, h, p.secret.PickSeed(p.setup.GroupKeys[g], m.Round))...)
 		p.picks[g], p.gramAt[g] = picks, m.GramAt[j]
+		if p.sole[g] { // the group's Gram is this participant's own: kept, not sealed
+			p.own[g] = nil
+			if !p.onRows(g, picks) {
+				p.own[g] = p.ownGram(picks, buf, bias)
+			}
+			continue
+		}
 		// The packed upper triangle, row by row, from the group's first chunk.
 		slot := m.GramAt[j] * cl
 		hs := gramPicks(p.setup.Config, len(p.groupTrain[g]))
@@ -446,6 +454,25 @@ func (p *Participant) onGram(m Message) ([]Message, error) {
 		return nil, fmt.Errorf("participant: gram: %w", err)
 	}
 	return []Message{{Kind: KindGramPart, Round: m.Round, Sealed: v}}, nil
+}
+
+// ownGram returns the packed upper triangle of the picks' Gram of a group
+// the participant holds alone, without the bias's part and quantized: what
+// a sealed sum of it would open to.
+func (p *Participant) ownGram(picks []int, buf []float64, bias int) []float64 {
+	x := p.block.X
+	out := make([]float64, 0, len(picks)*(len(picks)+1)/2)
+	for a, i := range picks {
+		clear(buf)
+		x.AddRowTo(i, 1, buf)
+		if bias >= 0 {
+			buf[bias] = 0
+		}
+		for _, k := range picks[a:] {
+			out = append(out, seal.Quantize(x.Dot(k, buf)))
+		}
+	}
+	return out
 }
 
 // onGramSum opens each updating group's summed Gram and solves the group's
@@ -485,14 +512,31 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 		if h == 0 {
 			continue
 		}
-		base := p.gramAt[g] * cl
-		slots := make([]int, h*(h+1)/2)
-		for t := range slots {
-			slots[t] = base + t
+		packed, own := p.own[g]
+		if own && packed == nil { // held alone, solved on its rows
+			if kappa != 1 {
+				return nil, fmt.Errorf("participant: gram-sum: kappa %v for group %d, which this participant holds alone", kappa, g)
+			}
+			delta, cent := p.solveRows(picks, m.Sigma, m.SigmaShared, m.Centered, once)
+			for r, i := range picks {
+				d[i] = delta[r]
+				if m.Centered {
+					dCent[i] = cent[r]
+				}
+			}
+			solved = append(solved, picks...)
+			continue
 		}
-		packed, err := seal.OpenSlots(p.key, m.Sealed, slots)
-		if err != nil {
-			return nil, fmt.Errorf("participant: gram-sum: group %d: %w", g, err)
+		if !own {
+			base := p.gramAt[g] * cl
+			slots := make([]int, h*(h+1)/2)
+			for t := range slots {
+				slots[t] = base + t
+			}
+			var err error
+			if packed, err = seal.OpenSlots(p.key, m.Sealed, slots); err != nil {
+				return nil, fmt.Errorf("participant: gram-sum: group %d: %w", g, err)
+			}
 		}
 		a := make([]float64, h*h)
 		b2 := p.setup.Config.BiasValue * p.setup.Config.BiasValue
@@ -527,7 +571,7 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 				zoff[r] = vec.Dot(a[r*h:(r+1)*h], delta) / p.lambdaN
 			}
 			centerGram(a, h)
-			cent := p.solveGroupFrom(picks, a, m.Sigma, delta, zoff)
+			cent := p.solveGroupFrom(picks, newGramModel(a, h), m.Sigma, delta, zoff)
 			if once {
 				quantize(cent)
 			}
@@ -720,16 +764,16 @@ func (p *Participant) dirShare(d, base []float64, report []bool) ([]float64, flo
 // 1e-8 (at most 300 sweeps). Every holder runs it on the same numbers in
 // the same order and gets the same d.
 func (p *Participant) solveGroup(picks []int, a []float64, sigma float64) []float64 {
-	return p.solveGroupFrom(picks, a, sigma, nil, nil)
+	return p.solveGroupFrom(picks, newGramModel(a, len(picks)), sigma, nil, nil)
 }
 
-// solveGroupFrom is solveGroup from the picks' dual values moved by base
-// and their margins by zoff (nil: none): the subproblem's continuation
-// from a point it reached.
-func (p *Participant) solveGroupFrom(picks []int, a []float64, sigma float64, base, zoff []float64) []float64 {
+// solveGroupFrom is solveGroup against the model a (a Gram, or a group's
+// rows: soleholder.go) from the picks' dual values moved by base and their
+// margins by zoff (nil: none): the subproblem's continuation from a point
+// it reached.
+func (p *Participant) solveGroupFrom(picks []int, a subModel, sigma float64, base, zoff []float64) []float64 {
 	h := len(picks)
 	d := make([]float64, h)
-	ad := make([]float64, h)
 	// conj[x]: the pick's conjugate term at its current value, so a move
 	// prices its gain with one evaluation.
 	conj := make([]float64, h)
@@ -749,11 +793,11 @@ func (p *Participant) solveGroupFrom(picks []int, a []float64, sigma float64, ba
 				x = h - 1 - c
 			}
 			i := picks[x]
-			q := sigma * a[x*h+x]
+			q := sigma * a.diag(x)
 			if q <= 0 {
 				q = 1e-12 // a zero row does not move w
 			}
-			z := p.ip[i] + sigma*ad[x]/p.lambdaN
+			z := p.ip[i] + sigma*a.at(x)/p.lambdaN
 			a0 := p.alpha[i]
 			if base != nil {
 				z += zoff[x]
@@ -768,7 +812,7 @@ func (p *Participant) solveGroupFrom(picks []int, a []float64, sigma float64, ba
 			sweep += c - conj[x] - dl*z - q*dl*dl/(2*p.lambdaN)
 			conj[x] = c
 			d[x] += dl
-			vec.Axpy(dl, a[x*h:(x+1)*h], ad)
+			a.move(x, dl)
 			maxd = math.Max(maxd, math.Abs(dl))
 		}
 		gained += sweep

@@ -31,6 +31,9 @@ type Participant struct {
 	// group picks the same samples from the same seed.
 	groupTrain [][]int
 	train      []int // all local training samples
+	// sole marks the groups the participant holds alone (every sample's
+	// only holder): their Gram never leaves it (soleholder.go).
+	sole []bool
 
 	alpha []float64 // dual values of the block's samples (authoritative copy on the server)
 	ip    []float64 // last opened x_n.w
@@ -48,8 +51,11 @@ type Participant struct {
 	ready bool
 	// block step: this round's picks and Gram chunk per local group, and
 	// the largest step the found direction allows
-	picks    map[int][]int
-	gramAt   map[int]int
+	picks  map[int][]int
+	gramAt map[int]int
+	// own: the Grams of this round's groups held alone, as the server
+	// would have returned them (packed, quantized); nil: solved on rows
+	own      map[int][]float64
 	gammaMax float64
 	// group steps: per local group, the largest step its two directions
 	// allow, and the second (centered) direction (nil: none this round)
@@ -206,11 +212,16 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 	p.lambdaN = cfg.Lambda * float64(s.NumTrain)
 	p.groupTrain = make([][]int, len(s.GroupKeys))
 	p.train = p.train[:0]
+	p.sole = make([]bool, len(s.GroupKeys))
+	for g := range p.sole {
+		p.sole[g] = true
+	}
 	for i := 0; i < n; i++ {
 		g := s.Group[i]
 		if g < 0 || g >= len(s.GroupKeys) || s.Holders[i] < 1 {
 			return nil, fmt.Errorf("participant: setup: sample %d has group %d, %d holders", i, g, s.Holders[i])
 		}
+		p.sole[g] = p.sole[g] && s.Holders[i] == 1
 		if !p.block.Heldout[i] {
 			p.groupTrain[g] = append(p.groupTrain[g], i)
 			p.train = append(p.train, i)
