@@ -87,9 +87,10 @@ func printBaselineSummary(w io.Writer, s *experiment.Summary, algo string) error
 // runPoints runs o on p through the in-memory federation and returns its
 // rounds as points (those completed, with the error of a run that stopped
 // early). A point's seconds are the phases' seconds scaled to the measured
-// wall time (the phase timings omit the transport's own overhead); a
-// baseline's leave out the metrics phases (inner products and metrics),
-// which it needs only for measurement, where HyFDCA's step uses them.
+// wall time (the phase timings omit the transport's own overhead): Seconds
+// every phase, IterSeconds without a baseline's metrics phases (inner
+// products and metrics), which its iterates do not need but its handed-out
+// model does (they find its best round); HyFDCA's step uses them.
 func runPoints(ctx context.Context, p *experiment.Prepared, o experiment.Options) ([]cmpPoint, error) {
 	o.PStar = 1 // not needed here: the report computes relative losses
 	start := time.Now()
@@ -97,7 +98,7 @@ func runPoints(ctx context.Context, p *experiment.Prepared, o experiment.Options
 	_, err := experiment.RunPreparedWithHistory(ctx, p, o, &h)
 	total := time.Since(start).Seconds()
 	baseline := o.Algo != "" && o.Algo != protocol.AlgoHyFDCA
-	all, counted := 0.0, 0.0
+	all, lean := 0.0, 0.0
 	pts := make([]cmpPoint, 0, len(h))
 	best, bestAcc := math.Inf(1), math.NaN() // the handed-out model (Coordinator.keepIfBest)
 	for _, r := range h {
@@ -114,14 +115,15 @@ func runPoints(ctx context.Context, p *experiment.Prepared, o experiment.Options
 		for phase, sec := range r.Seconds {
 			all += sec
 			if !baseline || (phase != protocol.PhaseIP && phase != protocol.PhaseMetrics) {
-				counted += sec
+				lean += sec
 			}
 		}
-		pts = append(pts, cmpPoint{Round: r.Round, Seconds: counted, Primal: model, HeldAcc: acc, IterPrimal: r.Primal})
+		pts = append(pts, cmpPoint{Round: r.Round, Seconds: all, IterSeconds: lean, Primal: model, HeldAcc: acc, IterPrimal: r.Primal})
 	}
 	if all > 0 {
 		for i := range pts {
 			pts[i].Seconds *= total / all
+			pts[i].IterSeconds *= total / all
 		}
 	}
 	if err != nil {

@@ -108,3 +108,33 @@ func TestRunPointsHandOutTheModel(t *testing.T) {
 		t.Log("no round's iterate was worse than the model so far: the test checked the equal case only")
 	}
 }
+
+// TestRunPointsCountTheMetrics: a baseline's points count its metrics
+// phases in Seconds (its handed-out model needs them) and leave them out of
+// IterSeconds; HyFDCA's step uses them, so its two clocks agree.
+func TestRunPointsCountTheMetrics(t *testing.T) {
+	o := experiment.Options{Data: "synthetic:400,30,0.3,0.1,5", Partition: "grid:2,2"}
+	p, err := experiment.Prepare(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, algo := range []string{protocol.AlgoHyFDCA, "fedavg"} {
+		cfg := protocol.Defaults()
+		cfg.Lambda, cfg.Rounds, cfg.Algo = 1e-3, 10, algo
+		if algo != protocol.AlgoHyFDCA {
+			cfg.StepA, cfg.StepB = 0.1, 1
+		}
+		o.Plaintext, o.Config, o.Algo = true, cfg, algo
+		pts, err := runPoints(context.Background(), p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := pts[len(pts)-1]
+		switch {
+		case algo == protocol.AlgoHyFDCA && last.IterSeconds != last.Seconds:
+			t.Errorf("hyfdca: %v s by its iterates' clock, %v s in all", last.IterSeconds, last.Seconds)
+		case algo != protocol.AlgoHyFDCA && !(last.IterSeconds < last.Seconds):
+			t.Errorf("%s: %v s without its metrics phases, %v s with them", algo, last.IterSeconds, last.Seconds)
+		}
+	}
+}
