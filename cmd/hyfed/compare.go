@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -186,6 +187,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	out := fs.String("out", "compare-out", "folder for comparison.md and the SVG plots")
 	seed := fs.Int64("seed", 1, "seed of the searches and runs")
 	custom := fs.String("grid", "", "settings instead of the paper's grid: DATA|PARTITION|FRACTION[|LOSS];... (e.g. 'synthetic:600,20|grid:2,2|0.5')")
+	only := fs.String("only", "", "comma-separated positions (from 0) of the grid's settings to run, the rest skipped; each keeps the search draws it has in the whole grid, so parts run apart (or on other machines) pick what one run would")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -222,9 +224,16 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	}
+	run, err := gridSubset(*only, len(grid))
+	if err != nil {
+		return err
+	}
 	// Count the runs for the progress estimate.
 	total := 0
-	for _, s := range grid {
+	for si, s := range grid {
+		if !run[si] {
+			continue
+		}
 		for _, a := range chosen {
 			if a.Applies(s.Partition) {
 				total += *budget + 1
@@ -244,7 +253,12 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	pstars := map[string]float64{}
 	prepared := map[string]*experiment.Prepared{}
 	var results []*cmpResult
+	var ran []cmpSetting
 	for si, s := range grid {
+		if !run[si] {
+			continue
+		}
+		ran = append(ran, s)
 		key := s.Data + "|" + s.Partition
 		p := prepared[key]
 		if p == nil {
@@ -319,7 +333,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			results = append(results, best)
 		}
 	}
-	md, fig := compareReport(grid, results, *rounds)
+	md, fig := compareReport(ran, results, *rounds)
 	cmdline := "hyfed compare " + strings.Join(args, " ")
 	md = fmt.Sprintf("Made by `%s` in %.0f s on %s.\n\n%s", strings.TrimSpace(cmdline), time.Since(start).Seconds(), time.Now().UTC().Format("2006-01-02"), md)
 	if err := os.WriteFile(filepath.Join(*out, "comparison.md"), []byte(md), 0o644); err != nil {
@@ -507,4 +521,24 @@ func baselineAlgo(name string, lambda float64) cmpAlgo {
 			return runPoints(ctx, p, experiment.Options{Data: s.Data, Partition: s.Partition, Seed: seed,
 				Plaintext: true, Config: protocol.Config{Algo: name, Loss: s.Loss, Lambda: lambda, StepA: params["a"], StepB: params["b"], Mu: params["mu"], Fraction: s.Fraction, Rounds: rounds, Inner: h}})
 		}}
+}
+
+// gridSubset parses --only: the positions of the grid's settings to run
+// (every one when empty).
+func gridSubset(only string, n int) ([]bool, error) {
+	run := make([]bool, n)
+	if strings.TrimSpace(only) == "" {
+		for i := range run {
+			run[i] = true
+		}
+		return run, nil
+	}
+	for _, f := range strings.Split(only, ",") {
+		i, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || i < 0 || i >= n {
+			return nil, fmt.Errorf("--only: %q is not a position from 0 to %d of the grid's %d settings", f, n-1, n)
+		}
+		run[i] = true
+	}
+	return run, nil
 }

@@ -53,7 +53,27 @@ func TestCompareSmallGrid(t *testing.T) {
 	if !strings.Contains(stderr.String(), "about") {
 		t.Errorf("no progress with a time estimate on stderr:\n%s", stderr.String())
 	}
-	for _, bad := range [][]string{{"--grid", "x|y"}, {"--grid", "synthetic:100,5|grid:1,1|2"}, {"--algos", "nope"}} {
+	// --only runs part of the grid with the draws the whole grid gives it:
+	// the same hyperparameters for the horizontal setting.
+	params := func(md string) string {
+		var out []string
+		for _, r := range regexp.MustCompile(`(?m)^\| sparse synthetic horizontal:3[^|]*\| (\w[\w-]*) \| ([^|]*) \|`).FindAllStringSubmatch(md, -1) {
+			out = append(out, r[1]+" "+r[2])
+		}
+		return strings.Join(out, "; ")
+	}
+	partOut := t.TempDir()
+	if err := runCompare(context.Background(), append(args[:len(args)-2:len(args)-2], "--out", partOut, "--only", "1"), &stdout, &stderr); err != nil {
+		t.Fatalf("--only 1: %v\n%s", err, stderr.String())
+	}
+	part, err := os.ReadFile(filepath.Join(partOut, "comparison.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(part), "| sparse synthetic grid:2,2") || params(string(part)) == "" || params(string(part)) != params(string(md)) {
+		t.Errorf("--only 1 ran other settings or picked other hyperparameters (%q, whole grid %q):\n%s", params(string(part)), params(string(md)), part)
+	}
+	for _, bad := range [][]string{{"--grid", "x|y"}, {"--grid", "synthetic:100,5|grid:1,1|2"}, {"--algos", "nope"}, {"--grid", "synthetic:100,5|grid:1,1|1", "--only", "1"}, {"--grid", "synthetic:100,5|grid:1,1|1", "--only", "x"}} {
 		if err := runCompare(context.Background(), append(bad, "--out", out), &stdout, &stderr); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
