@@ -70,14 +70,7 @@ func Split(a []float64, h, r int, sr, sm float64) []float64 {
 	r = len(v)
 	// av[j] = A v_j; c = V^T A V, factored.
 	av := mulBlock(a, h, v)
-	c := make([]float64, r*r)
-	for i := 0; i < r; i++ {
-		for j := 0; j <= i; j++ {
-			x := vec.Dot(v[i], av[j])
-			c[i*r+j], c[j*r+i] = x, x
-		}
-	}
-	l, ok := cholesky(c, r)
+	l, ok := cholesky(symDots(v, av), r)
 	if !ok {
 		return out
 	}
@@ -181,6 +174,20 @@ func mulBlock(a []float64, h int, v [][]float64) [][]float64 {
 		}
 	}
 	return y
+}
+
+// symDots returns the r x r matrix (row-major) with entries a_i . b_j for
+// j <= i, mirrored: V^T A V from V and A V (symmetric up to rounding).
+func symDots(a, b [][]float64) []float64 {
+	r := len(a)
+	c := make([]float64, r*r)
+	for i := 0; i < r; i++ {
+		for j := 0; j <= i; j++ {
+			x := vec.Dot(a[i], b[j])
+			c[i*r+j], c[j*r+i] = x, x
+		}
+	}
+	return c
 }
 
 // cholesky returns the lower factor L (row-major) of the n x n C = L L^T,

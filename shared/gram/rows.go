@@ -2,8 +2,6 @@ package gram
 
 import (
 	"math"
-
-	"github.com/hyfed/hyfed/shared/vec"
 )
 
 // Rows are the rows of a block of data (dataset.Matrix): what SplitRows
@@ -51,14 +49,7 @@ func SplitRows(x Rows, picks []int, m, r int, sr, sm float64) RowModel {
 	for j := range v {
 		w[j] = rowsT(x, picks, m, v[j])
 	}
-	c := make([]float64, r*r) // V^T A V = W^T W
-	for i := 0; i < r; i++ {
-		for j := 0; j <= i; j++ {
-			s := vec.Dot(w[i], w[j])
-			c[i*r+j], c[j*r+i] = s, s
-		}
-	}
-	l, ok := cholesky(c, r)
+	l, ok := cholesky(symDots(w, w), r) // V^T A V = W^T W
 	if !ok {
 		return RowModel{Sr: sr}
 	}

@@ -400,7 +400,6 @@ func (p *Participant) onGram(m Message) ([]Message, error) {
 	}
 	h := blockPicks(p.setup.Config)
 	cl := p.key.Scheme().ChunkLen()
-	x := p.block.X
 	buf := make([]float64, len(p.block.Features))
 	bias := p.biasColumn()
 	var slots, span []int
@@ -434,19 +433,10 @@ func (p *Participant) onGram(m Message) ([]Message, error) {
 		for t := range hs * (hs + 1) / 2 {
 			span = append(span, slot+t)
 		}
-		tri := len(picks) * (len(picks) + 1) / 2
-		slots, vals = slices.Grow(slots, tri), slices.Grow(vals, tri)
-		for a, i := range picks {
-			clear(buf)
-			x.AddRowTo(i, 1, buf)
-			if bias >= 0 {
-				buf[bias] = 0 // its part is public: added by every holder alike
-			}
-			for _, k := range picks[a:] {
-				slots = append(slots, slot)
-				vals = append(vals, x.Dot(k, buf))
-				slot++
-			}
+		part := p.partialGram(picks, buf, bias)
+		for t, v := range part {
+			slots = append(slots, slot+t)
+			vals = append(vals, v)
 		}
 	}
 	v, err := seal.SealSlots(p.key, slots, vals, span)
@@ -456,10 +446,10 @@ func (p *Participant) onGram(m Message) ([]Message, error) {
 	return []Message{{Kind: KindGramPart, Round: m.Round, Sealed: v}}, nil
 }
 
-// ownGram returns the packed upper triangle of the picks' Gram of a group
-// the participant holds alone, without the bias's part and quantized: what
-// a sealed sum of it would open to.
-func (p *Participant) ownGram(picks []int, buf []float64, bias int) []float64 {
+// partialGram returns the packed upper triangle, row by row, of the picks'
+// Gram on the participant's features, without the bias's part (public:
+// every holder adds it alike); buf is scratch of the block's width.
+func (p *Participant) partialGram(picks []int, buf []float64, bias int) []float64 {
 	x := p.block.X
 	out := make([]float64, 0, len(picks)*(len(picks)+1)/2)
 	for a, i := range picks {
@@ -469,9 +459,17 @@ func (p *Participant) ownGram(picks []int, buf []float64, bias int) []float64 {
 			buf[bias] = 0
 		}
 		for _, k := range picks[a:] {
-			out = append(out, seal.Quantize(x.Dot(k, buf)))
+			out = append(out, x.Dot(k, buf))
 		}
 	}
+	return out
+}
+
+// ownGram is the partial Gram of a group the participant holds alone,
+// quantized: what a sealed sum of it would open to.
+func (p *Participant) ownGram(picks []int, buf []float64, bias int) []float64 {
+	out := p.partialGram(picks, buf, bias)
+	quantize(out)
 	return out
 }
 
