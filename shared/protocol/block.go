@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -582,6 +583,10 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 	if !once {
 		return p.blockDirection(m.Round, m.Groups, d, dCent, p.reportSet(m.Report))
 	}
+	p.kept = &keptSolve{round: m.Round, groups: map[int]bool{}, d: d, cent: dCent}
+	for _, g := range m.Groups {
+		p.kept.groups[g] = true
+	}
 	out := Message{Kind: KindSolved, Round: m.Round}
 	slots := make([]int, len(solved))
 	vals := make([]float64, len(solved))
@@ -613,18 +618,25 @@ func quantize(v []float64) {
 // onBlockDirection (SolveOnce): the directions the groups' solvers found,
 // sealed, on the client's samples. It answers as the solver would have.
 func (p *Participant) onBlockDirection(m Message) ([]Message, error) {
-	d, err := seal.OpenSlots(p.key, m.Sealed, p.setup.Slots)
+	kept := p.kept
+	p.kept = nil
+	if kept != nil && (kept.round != m.Round || (m.Centered && kept.cent == nil)) {
+		kept = nil
+	}
+	sealed, alpha := kept.without(p, m.Sealed), kept.without(p, m.Alpha)
+	d, err := seal.OpenSlots(p.key, sealed, p.setup.Slots)
 	if err != nil {
 		return nil, fmt.Errorf("participant: direction: %w", err)
 	}
 	var dCent []float64
 	if m.Centered {
-		if dCent, err = seal.OpenSlots(p.key, m.Alpha, p.setup.Slots); err != nil {
+		if dCent, err = seal.OpenSlots(p.key, alpha, p.setup.Slots); err != nil {
 			return nil, fmt.Errorf("participant: direction: %w", err)
 		}
 	} else if len(m.Alpha) > 0 {
 		return nil, fmt.Errorf("participant: direction: a centered direction in a round without group steps")
 	}
+	kept.fill(p, d, dCent)
 	for _, g := range m.Groups {
 		if _, ok := p.picks[g]; !ok {
 			return nil, fmt.Errorf("participant: direction for group %d, which was not asked for its Gram this round", g)
@@ -643,6 +655,48 @@ func (p *Participant) onBlockDirection(m Message) ([]Message, error) {
 		}
 	}
 	return p.blockDirection(m.Round, m.Groups, d, dCent, p.reportSet(m.Report))
+}
+
+// keptSolve is what a group's solver sealed (SolveOnce): the direction
+// message brings the same chunks back, and they open to these values bit
+// for bit (the solver quantized them as sealing does), so the solver keeps
+// them instead of opening its own chunks: two openings a round per solver.
+type keptSolve struct {
+	round   int
+	groups  map[int]bool // local groups solved
+	d, cent []float64    // per local sample, quantized (cent: nil without group steps)
+}
+
+// without returns v less the chunks of the kept groups (v itself when
+// nothing is kept). A chunk holds one group's samples (seal.PadLayout).
+func (k *keptSolve) without(p *Participant, v seal.Vec) seal.Vec {
+	if k == nil || len(v) == 0 {
+		return v
+	}
+	cl := p.key.Scheme().ChunkLen()
+	out := maps.Clone(v)
+	for i, s := range p.setup.Slots {
+		if k.groups[p.setup.Group[i]] {
+			delete(out, s/cl)
+		}
+	}
+	return out
+}
+
+// fill sets the kept groups' samples of d and dCent (opened without their
+// chunks) to the kept values.
+func (k *keptSolve) fill(p *Participant, d, dCent []float64) {
+	if k == nil {
+		return
+	}
+	for i := range d {
+		if k.groups[p.setup.Group[i]] {
+			d[i] = k.d[i] + 0 // + 0: a -0 opens as 0
+			if dCent != nil {
+				dCent[i] = k.cent[i] + 0
+			}
+		}
+	}
 }
 
 // blockDirection answers a block step's direction: the groups' directions
@@ -783,6 +837,9 @@ func (p *Participant) solveGroupFrom(picks []int, a subModel, sigma float64, bas
 		conj[x] = p.loss.Conj(a0, p.block.Y[i])
 	}
 	gained := 0.0
+	// The dense model's methods read in place: in wasm a call costs several
+	// times what it does natively, and the loop makes three per move.
+	g, dense := a.(*gramModel)
 	for pass := 0; pass < 300; pass++ {
 		maxd, sweep := 0.0, 0.0
 		for c := 0; c < h; c++ {
@@ -791,11 +848,17 @@ func (p *Participant) solveGroupFrom(picks []int, a subModel, sigma float64, bas
 				x = h - 1 - c
 			}
 			i := picks[x]
-			q := sigma * a.diag(x)
+			var mxx, mdx float64
+			if dense {
+				mxx, mdx = g.a[x*g.h+x], g.ad[x]
+			} else {
+				mxx, mdx = a.diag(x), a.at(x)
+			}
+			q := sigma * mxx
 			if q <= 0 {
 				q = 1e-12 // a zero row does not move w
 			}
-			z := p.ip[i] + sigma*a.at(x)/p.lambdaN
+			z := p.ip[i] + sigma*mdx/p.lambdaN
 			a0 := p.alpha[i]
 			if base != nil {
 				z += zoff[x]
@@ -810,8 +873,12 @@ func (p *Participant) solveGroupFrom(picks []int, a subModel, sigma float64, bas
 			sweep += c - conj[x] - dl*z - q*dl*dl/(2*p.lambdaN)
 			conj[x] = c
 			d[x] += dl
-			a.move(x, dl)
-			maxd = math.Max(maxd, math.Abs(dl))
+			if dense {
+				vec.Axpy(dl, g.a[x*g.h:(x+1)*g.h], g.ad)
+			} else {
+				a.move(x, dl)
+			}
+			maxd = max(maxd, math.Abs(dl))
 		}
 		gained += sweep
 		if maxd < 1e-8 || sweep <= solveSweepGain*gained {

@@ -42,7 +42,7 @@ func sameRounds(t *testing.T, a, b []RoundMetrics) {
 	same := func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) }
 	for i := range a {
 		if !same(a[i].Primal, b[i].Primal) || !same(a[i].Dual, b[i].Dual) || !same(a[i].Gamma, b[i].Gamma) || !same(a[i].HeldAcc, b[i].HeldAcc) {
-			t.Fatalf("round %d: shared key P=%v D=%v gamma=%v, threshold keys P=%v D=%v gamma=%v",
+			t.Fatalf("round %d: P=%v D=%v gamma=%v in the first run, P=%v D=%v gamma=%v in the second",
 				a[i].Round, a[i].Primal, a[i].Dual, a[i].Gamma, b[i].Primal, b[i].Dual, b[i].Gamma)
 		}
 	}

@@ -61,10 +61,13 @@ type Participant struct {
 	// allow, and the second (centered) direction (nil: none this round)
 	limits   map[int][2]float64
 	centered []float64
-	est      []groupEstimate  // per local group, for the local sequential estimate
-	hybrid   *fedhybrid.Node  // fedhybrid: x_i and lambda_i (nil until the first round after a setup)
-	keys     *participantKeys // threshold keys (nil: shared keys)
-	stored   []byte           // a threshold key state to take up again (RestoreKeyState)
+	// kept (SolveOnce): the directions this participant solved and sealed
+	// this round, so that it need not open its own chunks again
+	kept   *keptSolve
+	est    []groupEstimate  // per local group, for the local sequential estimate
+	hybrid *fedhybrid.Node  // fedhybrid: x_i and lambda_i (nil until the first round after a setup)
+	keys   *participantKeys // threshold keys (nil: shared keys)
+	stored []byte           // a threshold key state to take up again (RestoreKeyState)
 }
 
 // groupEstimate holds what a holder needs to estimate how the other

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hyfed/hyfed/shared/seal"
@@ -177,5 +178,66 @@ func TestSolveOnceHolderLeaves(t *testing.T) {
 	checkDualNeverFalls(t, h, "")
 	if len(h) != cfg.Rounds+1 {
 		t.Fatalf("%d rounds recorded, want %d", len(h), cfg.Rounds+1)
+	}
+}
+
+// countingKey counts the chunks a participant opens.
+type countingKey struct {
+	seal.Key
+	opened *atomic.Int64
+}
+
+func (k countingKey) Open(c seal.Chunk) ([]float64, error) {
+	k.opened.Add(1)
+	return k.Key.Open(c)
+}
+
+// TestSolverKeepsItsDirections: a group's solver does not open the chunks
+// of its own directions when they come back in the direction message; it
+// uses what it sealed, and the run is the one in which it opens them,
+// round for round.
+func TestSolverKeepsItsDirections(t *testing.T) {
+	d := testData(400, 12, 4)
+	cfg := Config{Lambda: 1e-2, Inner: 12, Fraction: 0.75, Rounds: 30, Seed: 2, GroupSteps: true,
+		SharedDirections: 4, SolveOnce: true, BiasFeature: d.M() - 1, BiasValue: 1}
+	blocks := gridBlocks(d, 4, 2)
+	var hist [2][]RoundMetrics
+	var opened [2]atomic.Int64
+	for i, forget := range []bool{false, true} {
+		cfg.Clients = len(blocks)
+		scheme := seal.Plaintext{Len: 64}
+		c, err := NewCoordinator(cfg, scheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem, err := NewMemory(len(blocks), func(k int) (*Participant, error) {
+			key, err := seal.NewKeyFor(scheme, testSecret.Derive(seal.KeyPurpose))
+			if err != nil {
+				return nil, err
+			}
+			return NewParticipant(&blocks[k], testSecret, countingKey{key, &opened[i]})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := 0
+		mem.Observe = func(toServer bool, k int, m *Message) {
+			if toServer || m.Kind != KindDirection || mem.parts[k].kept == nil {
+				return
+			}
+			kept++
+			if forget { // as a solver that opens its own chunks
+				mem.parts[k].kept = nil
+			}
+		}
+		f := &fed{coord: c, mem: mem}
+		hist[i] = f.run(t)
+		if kept == 0 {
+			t.Fatal("no solver kept its directions")
+		}
+	}
+	sameRounds(t, hist[0], hist[1])
+	if !(opened[0].Load() < opened[1].Load()) {
+		t.Fatalf("solvers that keep their directions opened %d chunks, solvers that open them %d", opened[0].Load(), opened[1].Load())
 	}
 }
