@@ -846,9 +846,10 @@ func suiteWrite(path string, rep *suiteReport) error {
 
 // suiteCommit names the commit the report was made at: from the build's
 // version control stamp, else from git in the current directory (builds
-// with -buildvcs=false, go test).
+// with -buildvcs=false, go run, go test), said so: a binary built elsewhere
+// or earlier may not be that commit's.
 func suiteCommit() string {
-	rev, dirty := "", false
+	rev, dirty, guessed := "", false, false
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range info.Settings {
 			switch s.Key {
@@ -867,10 +868,14 @@ func suiteCommit() string {
 		rev = strings.TrimSpace(string(out))
 		st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output()
 		dirty = err != nil || len(bytes.TrimSpace(st)) > 0
+		guessed = true
 	}
 	rev = "commit " + rev[:min(7, len(rev))]
 	if dirty {
 		rev += " (with uncommitted changes)"
+	}
+	if guessed {
+		rev += " (git's HEAD where it ran: the binary carries no commit stamp)"
 	}
 	return rev
 }

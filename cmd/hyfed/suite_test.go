@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -391,5 +392,19 @@ func TestSuiteFile(t *testing.T) {
 	sec := suiteSectionOf(t, string(rep), data)
 	if rows := suiteTable(t, sec, "| partition | fraction |", 17); len(rows) != 1 || rows[0][0] != "grid:2,4" || rows[0][4] != "block" {
 		t.Fatalf("rows %v\n%s", rows, sec)
+	}
+}
+
+// TestSuiteCommitSaysWhenGuessed: a test binary carries no commit stamp, so
+// the report names git's HEAD where it ran and says that it is a guess (a
+// binary built from another commit would otherwise be credited to this one).
+func TestSuiteCommitSaysWhenGuessed(t *testing.T) {
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("no git here: %v", err)
+	}
+	got := suiteCommit()
+	if want := "commit " + string(head[:7]); !strings.HasPrefix(got, want) || !strings.Contains(got, "no commit stamp") {
+		t.Fatalf("suiteCommit() = %q, want %q... saying the binary carries no commit stamp", got, want)
 	}
 }
