@@ -48,7 +48,8 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
-	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/lapack"
+	lapackgonum "gonum.org/v1/gonum/lapack/gonum"
 
 	"github.com/hyfed/hyfed/shared/dataset"
 	"github.com/hyfed/hyfed/shared/loss"
@@ -118,9 +119,10 @@ type Node struct {
 	// smooth is L_i, a bound on the largest eigenvalue of hess f_i (for
 	// default step sizes).
 	smooth float64
-	// Newton-type scratch: D_i = hess f_i + mu I, its factorization.
-	hess *mat.SymDense
-	chol mat.Cholesky
+	// Newton-type scratch: D_i = hess f_i + mu I (upper triangle) and its
+	// Cholesky factor U (D_i = U^T U, upper triangle).
+	hess blas64.Symmetric
+	chol []float64
 }
 
 // newNode builds participant index from its block's
@@ -185,10 +187,10 @@ const batch = 128
 // hess f_i(w) = (1/N) sum_n d2l/dz2(x_n.w) x_n x_n^T + lambda (N_i/N) I.
 func (p *Node) newtonMatrix(w []float64) {
 	m := len(w)
-	if p.hess == nil {
-		p.hess = mat.NewSymDense(m, nil)
+	if p.hess.Data == nil {
+		p.hess = blas64.Symmetric{N: m, Stride: m, Uplo: blas.Upper, Data: make([]float64, m*m)}
 	}
-	raw := p.hess.RawSymmetric() // upper triangle
+	raw := p.hess
 	clear(raw.Data)
 	if p.X.IsSparse() {
 		// Only the products of a row's stored entries contribute; columns
@@ -248,27 +250,56 @@ func (p *Node) step(x0 []float64) error {
 		return nil
 	}
 	p.newtonMatrix(p.x)
-	if !p.chol.Factorize(p.hess) {
-		// hess f_i is positive semidefinite and mu > 0, so only rounding
-		// on a wildly scaled problem can get here.
-		return fmt.Errorf("participant %d: hess f_i + mu I is not positive definite", p.index)
-	}
-	var dir mat.VecDense
-	if err := p.chol.SolveVecTo(&dir, mat.NewVecDense(len(g), g)); err != nil {
-		return fmt.Errorf("participant %d: Newton system: %w", p.index, err)
+	dir, err := p.newtonSolve(g)
+	if err != nil {
+		return fmt.Errorf("participant %d: %w", p.index, err)
 	}
 	diff := make([]float64, len(p.x))
 	for j := range diff {
 		diff[j] = x0[j] - p.x[j]
 	}
-	var ddiff mat.VecDense
-	ddiff.MulVec(p.hess, mat.NewVecDense(len(diff), diff))
+	ddiff := make([]float64, len(diff))
+	blas64.Symv(1, p.hess, blas64.Vector{N: len(diff), Inc: 1, Data: diff}, 0, blas64.Vector{N: len(ddiff), Inc: 1, Data: ddiff})
 	for j := range p.x {
-		p.x[j] -= p.a * dir.AtVec(j)     // line 9
-		p.lam[j] += p.b * ddiff.AtVec(j) // line 10, with D_i(x_i^k) and x_0^k - x_i^k
+		p.x[j] -= p.a * dir[j]     // line 9
+		p.lam[j] += p.b * ddiff[j] // line 10, with D_i(x_i^k) and x_0^k - x_i^k
 	}
 	return nil
 }
+
+// newtonSolve returns D_i^-1 g by D_i's Cholesky factorization, with the
+// routines and the condition check of gonum's mat.Cholesky (Factorize,
+// SolveVecTo), so with its very numbers, called on LAPACK directly: the
+// mat package's types would bring all of their methods, and much of
+// LAPACK, into the browser's participant (about 1.6 MB of its code).
+func (p *Node) newtonSolve(g []float64) ([]float64, error) {
+	var impl lapackgonum.Implementation
+	n := p.hess.N
+	if len(p.chol) != n*n {
+		p.chol = make([]float64, n*n)
+	}
+	for i := 0; i < n; i++ { // the upper triangle is all Potrf reads
+		copy(p.chol[i*n+i:(i+1)*n], p.hess.Data[i*p.hess.Stride+i:i*p.hess.Stride+n])
+	}
+	work := make([]float64, 3*n)
+	norm := impl.Dlansy(lapack.MaxRowSum, blas.Upper, n, p.chol, n, work)
+	if !impl.Dpotrf(blas.Upper, n, p.chol, n) {
+		// hess f_i is positive semidefinite and mu > 0, so only rounding
+		// on a wildly scaled problem can get here.
+		return nil, fmt.Errorf("hess f_i + mu I is not positive definite")
+	}
+	cond := 1 / impl.Dpocon(blas.Upper, n, p.chol, n, norm, work, make([]int, n))
+	dir := append([]float64(nil), g...)
+	impl.Dpotrs(blas.Upper, n, 1, p.chol, n, dir, 1)
+	if cond > maxCondition {
+		return nil, fmt.Errorf("Newton system: hess f_i + mu I is singular or nearly so (condition number %.4e)", cond)
+	}
+	return dir, nil
+}
+
+// maxCondition is gonum's mat.ConditionTolerance: a Newton system worse
+// conditioned than this is refused, as mat.Cholesky.SolveVecTo refuses it.
+const maxCondition = 1e16
 
 // contribution is participant i's summand of the consensus update (3.8),
 // mu x_i - lambda_i.
