@@ -691,7 +691,7 @@ func (k *keptSolve) fill(p *Participant, d, dCent []float64) {
 	}
 	for i := range d {
 		if k.groups[p.setup.Group[i]] {
-			d[i] = k.d[i] + 0 // + 0: a -0 opens as 0
+			d[i] = k.d[i] + 0 // + 0: BGV opens a -0 as 0
 			if dCent != nil {
 				dCent[i] = k.cent[i] + 0
 			}
