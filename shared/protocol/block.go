@@ -837,8 +837,9 @@ func (p *Participant) solveGroupFrom(picks []int, a subModel, sigma float64, bas
 		conj[x] = p.loss.Conj(a0, p.block.Y[i])
 	}
 	gained := 0.0
-	// The dense model's methods read in place: in wasm a call costs several
-	// times what it does natively, and the loop makes three per move.
+	// The dense model's methods are called on its type, not through the
+	// interface, so that they inline: in wasm a call costs several times
+	// what it does natively, and the loop makes three per move.
 	g, dense := a.(*gramModel)
 	for pass := 0; pass < 300; pass++ {
 		maxd, sweep := 0.0, 0.0
@@ -850,7 +851,7 @@ func (p *Participant) solveGroupFrom(picks []int, a subModel, sigma float64, bas
 			i := picks[x]
 			var mxx, mdx float64
 			if dense {
-				mxx, mdx = g.a[x*g.h+x], g.ad[x]
+				mxx, mdx = g.diag(x), g.at(x)
 			} else {
 				mxx, mdx = a.diag(x), a.at(x)
 			}
@@ -874,7 +875,7 @@ func (p *Participant) solveGroupFrom(picks []int, a subModel, sigma float64, bas
 			conj[x] = c
 			d[x] += dl
 			if dense {
-				vec.Axpy(dl, g.a[x*g.h:(x+1)*g.h], g.ad)
+				g.move(x, dl)
 			} else {
 				a.move(x, dl)
 			}

@@ -33,11 +33,17 @@ type subModel interface {
 	move(x int, dl float64) // d_x += dl
 }
 
-// gramModel is a dense h x h model (row-major).
+// gramModel is a dense h x h model (row-major). Its moves reach A d four
+// at a time (vec.Axpy4: one pass over A d for four rows of A); at adds
+// the pending ones in the order they were made, so every entry is the sum
+// the moves one by one would have left, bit for bit.
 type gramModel struct {
-	a  []float64
-	h  int
-	ad []float64 // A d
+	a    []float64
+	h    int
+	ad   []float64 // A d, less the pending moves
+	rows [4]int    // the pending moves: their rows and sizes
+	dls  [4]float64
+	n    int
 }
 
 func newGramModel(a []float64, h int) *gramModel {
@@ -45,9 +51,20 @@ func newGramModel(a []float64, h int) *gramModel {
 }
 
 func (g *gramModel) diag(x int) float64 { return g.a[x*g.h+x] }
-func (g *gramModel) at(x int) float64   { return g.ad[x] }
+func (g *gramModel) at(x int) float64 {
+	s := g.ad[x]
+	for k := range g.n {
+		s += g.dls[k] * g.a[g.rows[k]*g.h+x]
+	}
+	return s
+}
 func (g *gramModel) move(x int, dl float64) {
-	vec.Axpy(dl, g.a[x*g.h:(x+1)*g.h], g.ad)
+	g.rows[g.n], g.dls[g.n] = x, dl
+	if g.n++; g.n == len(g.rows) {
+		h, r := g.h, g.rows
+		vec.Axpy4(g.dls, g.a[r[0]*h:(r[0]+1)*h], g.a[r[1]*h:(r[1]+1)*h], g.a[r[2]*h:(r[2]+1)*h], g.a[r[3]*h:(r[3]+1)*h], g.ad)
+		g.n = 0
+	}
 }
 
 // rowModel is gram.RowModel on the holder's rows: M = Sr X X^T + F P P^T.

