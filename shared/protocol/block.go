@@ -623,7 +623,8 @@ func (p *Participant) onBlockDirection(m Message) ([]Message, error) {
 	if kept != nil && (kept.round != m.Round || (m.Centered && kept.cent == nil)) {
 		kept = nil
 	}
-	sealed, alpha := kept.without(p, m.Sealed), kept.without(p, m.Alpha)
+	skip := kept.chunks(p)
+	sealed, alpha := withoutChunks(m.Sealed, skip), withoutChunks(m.Alpha, skip)
 	d, err := seal.OpenSlots(p.key, sealed, p.setup.Slots)
 	if err != nil {
 		return nil, fmt.Errorf("participant: direction: %w", err)
@@ -667,18 +668,31 @@ type keptSolve struct {
 	d, cent []float64    // per local sample, quantized (cent: nil without group steps)
 }
 
-// without returns v less the chunks of the kept groups (v itself when
-// nothing is kept). A chunk holds one group's samples (seal.PadLayout).
-func (k *keptSolve) without(p *Participant, v seal.Vec) seal.Vec {
-	if k == nil || len(v) == 0 {
-		return v
+// chunks returns the layout chunks of the kept groups (nil when nothing
+// is kept). A chunk holds one group's samples (seal.PadLayout).
+func (k *keptSolve) chunks(p *Participant) map[int]bool {
+	if k == nil {
+		return nil
 	}
 	cl := p.key.Scheme().ChunkLen()
-	out := maps.Clone(v)
+	out := map[int]bool{}
 	for i, s := range p.setup.Slots {
 		if k.groups[p.setup.Group[i]] {
-			delete(out, s/cl)
+			out[s/cl] = true
 		}
+	}
+	return out
+}
+
+// withoutChunks returns v less the given chunks (v itself when there are
+// none to leave out).
+func withoutChunks(v seal.Vec, skip map[int]bool) seal.Vec {
+	if len(skip) == 0 || len(v) == 0 {
+		return v
+	}
+	out := maps.Clone(v)
+	for ci := range skip {
+		delete(out, ci)
 	}
 	return out
 }
