@@ -21,6 +21,21 @@ type Block struct {
 	Y           []float64
 	Heldout     []bool
 	X           *dataset.Matrix // len(IDs) rows, len(Features) columns
+	// Raw marks a block read from a party's own file against the
+	// federation's schema: its values are unscaled and its labels may be
+	// missing (0). The federation's preparation scales it and resolves
+	// its labels before the first round (docs/own-data.md).
+	Raw *Raw
+}
+
+// Raw is what a block read from a party's own file still needs from the
+// federation.
+type Raw struct {
+	// HasLabels: the file has the label column (a row may still lack one).
+	HasLabels bool
+	// Missing lists the empty cells (row, column) the federation's mean
+	// fills; X holds 0 there.
+	Missing [][2]int
 }
 
 // N returns the number of samples in the block.
@@ -49,7 +64,7 @@ func (b *Block) Validate() error {
 		}
 	}
 	for i, y := range b.Y {
-		if y != 1 && y != -1 {
+		if y != 1 && y != -1 && (b.Raw == nil || y != 0) {
 			return fmt.Errorf("block: sample %q label %v is not +1 or -1", b.IDs[i], y)
 		}
 	}

@@ -264,6 +264,9 @@ func (c *Coordinator) initBlock() {
 		seen := map[int]bool{}
 		for _, h := range g.holders {
 			for _, f := range c.clients[h].features {
+				if c.cfg.BiasValue != 0 && f == c.cfg.BiasFeature {
+					continue // entered exactly, whoever holds it
+				}
 				if seen[f] {
 					c.dealt[gi] = true
 				}

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/hyfed/hyfed/shared/schema"
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
@@ -197,6 +198,10 @@ type setupState struct {
 	GroupStats  []float64
 	// Keys is the threshold key's setup (absent with the shared key).
 	Keys *keyCheckpoint
+	// Prep is what a federation with a schema found in its preparation
+	// (absent without one); Notices what it told its organizer.
+	Prep    *prepCheckpoint
+	Notices []string
 }
 
 type helloState struct {
@@ -204,6 +209,17 @@ type helloState struct {
 	Pseudonyms []string
 	Heldout    []bool
 	Features   []int
+	Magnitudes []int
+	Labelled   bool
+}
+
+// prepCheckpoint is prepState as saved: the sealed sums, the samples left
+// out per group, and every column's scaling map.
+type prepCheckpoint struct {
+	Labels, Stats       []byte
+	LeftTrain, LeftHeld []int
+	Maps                []schema.Map
+	Reported            []bool
 }
 
 type roundState struct {
@@ -265,15 +281,26 @@ func (c *Coordinator) checkpoint() *Checkpoint {
 // encodeSetup encodes the setup part.
 func (c *Coordinator) encodeSetup() []byte {
 	st := setupState{Version: checkpointVersion, Scheme: c.scheme.Name(), Config: c.cfg,
-		Fingerprint: c.fingerprint, NumFeatures: c.numFeatures, GroupStats: c.groupStats, Keys: c.keyCheckpoint()}
+		Fingerprint: c.fingerprint, NumFeatures: c.numFeatures, GroupStats: c.groupStats, Keys: c.keyCheckpoint(), Notices: c.notices}
 	for _, cs := range c.clients {
 		h := helloState{}
 		if cs.hello != nil {
-			h = helloState{Registered: true, Pseudonyms: cs.hello.Pseudonyms, Heldout: cs.hello.Heldout, Features: cs.hello.Features}
+			h = helloState{Registered: true, Pseudonyms: cs.hello.Pseudonyms, Heldout: cs.hello.Heldout, Features: cs.hello.Features,
+				Magnitudes: cs.hello.Magnitudes, Labelled: cs.hello.Labelled}
 		}
 		st.Clients = append(st.Clients, h)
 	}
 	var err error
+	if ps := c.prep; ps != nil {
+		pc := &prepCheckpoint{LeftTrain: ps.leftTrain, LeftHeld: ps.leftHeld, Maps: ps.maps, Reported: ps.ok}
+		if pc.Labels, err = seal.MarshalVec(c.scheme, ps.labels); err != nil {
+			panic(fmt.Sprintf("checkpoint: label sums: %v", err))
+		}
+		if pc.Stats, err = seal.MarshalVec(c.scheme, ps.stats); err != nil {
+			panic(fmt.Sprintf("checkpoint: column statistics: %v", err))
+		}
+		st.Prep = pc
+	}
 	if st.Norms, err = seal.MarshalVec(c.scheme, c.norms); err != nil {
 		panic(fmt.Sprintf("checkpoint: norms: %v", err)) // our own ciphertexts: cannot fail
 	}
@@ -319,7 +346,7 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 		cs := &clientState{}
 		if h.Registered {
 			cs.hello = &Message{Kind: KindHello, Pseudonyms: h.Pseudonyms, Heldout: h.Heldout, Features: h.Features,
-				NumFeatures: st.NumFeatures, Fingerprint: st.Fingerprint}
+				NumFeatures: st.NumFeatures, Fingerprint: st.Fingerprint, Magnitudes: h.Magnitudes, Labelled: h.Labelled}
 		}
 		c.clients = append(c.clients, cs)
 	}
@@ -330,6 +357,10 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 		if err := c.restoreKeys(st.Keys); err != nil {
 			return nil, err
 		}
+	}
+	c.notices = st.Notices
+	if err := c.restorePrep(st.Prep); err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
 	}
 	maxChunks := c.numSlots/scheme.ChunkLen() + 1
 	if c.norms, err = seal.UnmarshalVec(scheme, st.Norms, maxChunks); err != nil {
@@ -406,6 +437,37 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 		c.waiting = true
 	}
 	return c, nil
+}
+
+// restorePrep takes the preparation's results back (a federation with a
+// schema).
+func (c *Coordinator) restorePrep(pc *prepCheckpoint) error {
+	if (pc == nil) != (c.cfg.Schema == nil) {
+		return fmt.Errorf("the preparation's state does not fit the configuration")
+	}
+	if pc == nil {
+		return nil
+	}
+	ng := len(c.groups)
+	if len(pc.LeftTrain) != ng || len(pc.LeftHeld) != ng || len(pc.Maps) != c.numFeatures || len(pc.Reported) != c.numFeatures {
+		return fmt.Errorf("preparation: %d and %d counts for %d groups, %d maps for %d features", len(pc.LeftTrain), len(pc.LeftHeld), ng, len(pc.Maps), c.numFeatures)
+	}
+	ps := &prepState{leftTrain: pc.LeftTrain, leftHeld: pc.LeftHeld, maps: pc.Maps, ok: pc.Reported}
+	var err error
+	if ps.labels, err = seal.UnmarshalVec(c.scheme, pc.Labels, c.numSlots/c.scheme.ChunkLen()+1); err != nil {
+		return fmt.Errorf("preparation: label sums: %w", err)
+	}
+	if err := c.restoreLens(ps.labels, len(c.chunkGroup), c.sampleExtent); err != nil {
+		return fmt.Errorf("preparation: label sums: %w", err)
+	}
+	if ps.stats, err = seal.UnmarshalVec(c.scheme, pc.Stats, len(c.stats.chunkGroup)+1); err != nil {
+		return fmt.Errorf("preparation: column statistics: %w", err)
+	}
+	if err := c.restoreLens(ps.stats, len(c.stats.chunkGroup), c.statExtent); err != nil {
+		return fmt.Errorf("preparation: column statistics: %w", err)
+	}
+	c.prep = ps
+	return c.applyLeftOut()
 }
 
 // restoreLens checks that the chunks of v, read from a checkpoint, lie in

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/hyfed/hyfed/shared/gram"
 
 	"github.com/hyfed/hyfed/shared/loss"
+	"github.com/hyfed/hyfed/shared/schema"
 	"github.com/hyfed/hyfed/shared/seal/threshold"
 )
 
@@ -178,6 +180,13 @@ type Config struct {
 	// is t (at most the committee's size). Threshold keys only.
 	KeyCommittee int `json:"key_committee,omitempty"`
 	KeyThreshold int `json:"key_threshold,omitempty"`
+
+	// Schema, when set, is the federation's schema: participants join
+	// with their own files, read against it; the feature count and the
+	// intercept (the bias) follow from it, and before the first round the
+	// federation scales every column and resolves the labels
+	// (docs/own-data.md).
+	Schema *schema.Schema `json:"schema,omitempty"`
 }
 
 // synced reports whether the step rule picks the same samples at every
@@ -311,6 +320,9 @@ func (c *Config) Validate() error {
 	if c.NumFeatures < 0 {
 		return fmt.Errorf("config: feature count %d must not be negative", c.NumFeatures)
 	}
+	if err := c.validateSchema(); err != nil {
+		return err
+	}
 	if math.IsNaN(c.BiasValue) || math.IsInf(c.BiasValue, 0) || math.Abs(c.BiasValue) > 100 || c.BiasFeature < 0 ||
 		(c.NumFeatures > 0 && c.BiasFeature >= c.NumFeatures) || (c.BiasValue == 0 && c.BiasFeature != 0) {
 		return fmt.Errorf("config: bias feature %d with value %v: want a feature index below the feature count and a finite value of at most 100 in magnitude (0: no bias)", c.BiasFeature, c.BiasValue)
@@ -349,6 +361,35 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("config: clients %d must be at least 1", c.Clients)
 	}
 	return c.validateKeys()
+}
+
+// validateSchema checks the schema and sets what follows from it: the
+// feature count and the intercept as the bias feature.
+func (c *Config) validateSchema() error {
+	s := c.Schema
+	if s == nil {
+		return nil
+	}
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	n := s.NumColumns()
+	if c.NumFeatures != 0 && c.NumFeatures != n {
+		return fmt.Errorf("config: %d features, but the schema makes %d columns (leave the feature count out)", c.NumFeatures, n)
+	}
+	c.NumFeatures = n
+	bias, value := 0, 0.0
+	if s.HasIntercept() {
+		bias, value = s.InterceptColumn(), schema.InterceptValue
+	}
+	if c.BiasValue != 0 && (c.BiasFeature != bias || c.BiasValue != value) {
+		return fmt.Errorf("config: bias feature %d (value %v) with a schema: the schema's intercept is the bias (\"intercept\": true)", c.BiasFeature, c.BiasValue)
+	}
+	c.BiasFeature, c.BiasValue = bias, value
+	if c.Keys == KeysThreshold {
+		return errors.New("config: threshold keys with a schema: the column statistics have no key-switching layout yet; use the shared key")
+	}
+	return nil
 }
 
 // validateKeys checks the key mode and, for threshold keys, the committee

@@ -84,6 +84,12 @@ type clientState struct {
 	// keyRejoin: the reply a returning participant's key exchange waits
 	// for (threshold keys; "" when none is under way)
 	keyRejoin Kind
+	// statChunks: the statistics layout's chunks holding the client's
+	// columns (a federation with a schema)
+	statChunks map[int]bool
+	// refused says why the federation turned the participant away (its
+	// registration is forgotten)
+	refused string
 }
 
 type group struct {
@@ -187,6 +193,12 @@ type Coordinator struct {
 	// keys is the threshold key's public side (nil: shared keys, or
 	// before the key setup).
 	keys *keyState
+	// A federation with a schema: the statistics layout (from the
+	// alignment) and what the preparation found (prepare.go).
+	stats   *statLayout
+	prep    *prepState
+	notices []string
+	namer   func(k int) string
 }
 
 // ErrFinished is returned by Receive after the last round.
@@ -375,6 +387,9 @@ func (c *Coordinator) connect(k int, h Message) error {
 			c.keyRejoin(k) // then the setup and the norms
 		} else {
 			c.sendSetup(k, false)
+			if c.prep != nil {
+				c.sendPrep(k)
+			}
 			c.sendNorms(k)
 		}
 		c.resumeIfQuorate()
@@ -413,7 +428,7 @@ func (c *Coordinator) connect(k int, h Message) error {
 		c.numFeatures = h.NumFeatures
 	}
 	hc := h
-	cs.hello, cs.connected = &hc, true
+	cs.hello, cs.connected, cs.refused = &hc, true, ""
 	if !c.holdStart && c.numConnected() == c.cfg.Clients {
 		c.begin()
 	}
@@ -484,6 +499,11 @@ func (c *Coordinator) begin() {
 		}
 	}
 	if err := c.align(); err != nil {
+		var r *refusal
+		if errors.As(err, &r) {
+			c.refuse(r)
+			return
+		}
 		for _, k := range c.connected() {
 			c.reject(k, Errorf(CodeStopped, "alignment failed: %v", err))
 		}
@@ -520,7 +540,8 @@ func (c *Coordinator) ExpectFingerprint(fp string) { c.fingerprint = fp }
 func (c *Coordinator) Started() bool { return c.started }
 
 func sameHello(a, b *Message) bool {
-	if len(a.Pseudonyms) != len(b.Pseudonyms) || len(a.Features) != len(b.Features) || a.Fingerprint != b.Fingerprint {
+	if len(a.Pseudonyms) != len(b.Pseudonyms) || len(a.Features) != len(b.Features) || a.Fingerprint != b.Fingerprint ||
+		a.Labelled != b.Labelled || !slices.Equal(a.Magnitudes, b.Magnitudes) {
 		return false
 	}
 	for i := range a.Pseudonyms {
@@ -658,6 +679,9 @@ func (c *Coordinator) align() error {
 	}
 	c.w = make([]float64, c.numFeatures)
 	c.alpha = seal.Vec{}
+	if c.cfg.Schema != nil {
+		return c.alignSchema()
+	}
 	return nil
 }
 
@@ -690,12 +714,16 @@ func (c *Coordinator) setupFor(k int) *Setup {
 	if c.keys != nil && slices.Contains(c.keys.members, k) {
 		s.Layout = c.keyLayout()
 	}
+	if c.cfg.Schema != nil {
+		c.prepareFor(k, s)
+	}
 	return s
 }
 
 func (c *Coordinator) sendSetup(k int, norms bool) {
 	s := c.setupFor(k)
 	s.SendNorms = norms
+	s.Prepare = norms && c.cfg.Schema != nil
 	c.send(k, Message{Kind: KindSetup, Setup: s})
 }
 
@@ -705,17 +733,31 @@ func (c *Coordinator) sendNorms(k int) {
 	for _, g := range c.clients[k].groups {
 		sums = append(sums, c.groupStats[2*g], c.groupStats[2*g+1])
 	}
-	c.send(k, Message{Kind: KindNorms, Sealed: v, GroupStats: sums})
+	m := Message{Kind: KindNorms, Sealed: v, GroupStats: sums}
+	if c.prep != nil {
+		m.TrainN = c.numTrain // with labels, once the preparation resolved them
+	}
+	c.send(k, m)
 	c.clients[k].ready = true
 }
 
-// start sends the setup and collects the sealed squared norms.
+// start sends the setup and collects the sealed squared norms, after the
+// preparation in a federation with a schema.
 func (c *Coordinator) start() {
 	c.started = true
 	all := c.connected()
 	for _, k := range all {
 		c.sendSetup(k, true)
 	}
+	if c.cfg.Schema != nil {
+		c.await(PhasePrepare, KindPrepPart, all, c.prepIn)
+		return
+	}
+	c.awaitNorms(all)
+}
+
+// awaitNorms collects the sealed squared norms and starts round 0.
+func (c *Coordinator) awaitNorms(all []int) {
 	c.awaitSum(PhaseSetup, KindNormsPart, all, func(p *phaseState) {
 		c.norms = p.sum
 		c.groupStats = make([]float64, 2*len(c.groups))
@@ -731,6 +773,9 @@ func (c *Coordinator) start() {
 			// them to return and sum again.
 			c.started = false
 			c.norms = nil
+			return
+		}
+		if c.prep != nil && !c.prepResolve(p.replies) {
 			return
 		}
 		for _, k := range c.connected() {
@@ -821,7 +866,7 @@ func (c *Coordinator) receive(k int, m Message) error {
 		return c.keyRejoinIn(k, m)
 	}
 	p := c.phase
-	if p == nil || m.Kind != p.reply || !p.waiting[k] || (m.Round != c.round && p.name != PhaseSetup) {
+	if p == nil || m.Kind != p.reply || !p.waiting[k] || (m.Round != c.round && p.name != PhaseSetup && p.name != PhasePrepare) {
 		want := "nothing"
 		if p != nil {
 			want = string(p.reply)
@@ -925,7 +970,16 @@ func (c *Coordinator) check(k int, m Message) error {
 			return err
 		}
 		return finite("DConj", m.DConj)
+	case KindPrepPart:
+		if err := c.checkPrepPart(k, m); err != nil {
+			return err
+		}
 	case KindNormsPart:
+		if c.prep != nil {
+			if err := c.checkPrepCounts(k, m); err != nil {
+				return err
+			}
+		}
 		if len(m.GroupStats) != 2*len(cs.groups) {
 			return fmt.Errorf("norms-part: %d group statistics for %d groups", len(m.GroupStats), len(cs.groups))
 		}
@@ -1217,12 +1271,16 @@ type ClientInfo struct {
 	Samples    int
 	Features   int
 	Active     bool // drawn active in the current round
+	// Refused says why the federation turned the participant away before
+	// its first round ("" if it did not).
+	Refused string
 }
 
 // Clients describes every participant index handed out so far.
 func (c *Coordinator) Clients() []ClientInfo {
 	out := make([]ClientInfo, len(c.clients))
 	for k, cs := range c.clients {
+		out[k].Refused = cs.refused
 		if cs.hello == nil {
 			continue
 		}
@@ -1245,6 +1303,9 @@ func (c *Coordinator) MaxChunks() int {
 	}
 	cl := c.scheme.ChunkLen()
 	n := max(c.numSlots, 2*c.numFeatures)/cl + 1
+	if c.stats != nil {
+		n = max(n, len(c.stats.chunkGroup)+1)
+	}
 	if c.cfg.Step == StepBlock && c.rule.dual() {
 		n = max(n, len(c.groups)*gramChunks(blockPicks(c.cfg), cl))
 	}

@@ -43,6 +43,12 @@ const (
 	KindGramPart  Kind = "gram-part"  // block step: the sealed partial Grams of the picks
 	KindSolved    Kind = "solved"     // block step, SolveOnce: the sealed directions of the groups the client solved
 
+	// A federation with a schema prepares before the norms: each holder
+	// seals its samples' label codes and its columns' statistics, and
+	// gets back their sums over the holders (docs/own-data.md).
+	KindPrepPart Kind = "prep-part" // sealed label codes (Sealed) and column statistics (Alpha)
+	KindPrep     Kind = "prep"      // their sums on the client's samples and columns
+
 	// Threshold keys (Config.Keys): the key setup before the first round
 	// and the switching of every sum the coordinator hands a participant
 	// (docs/encryption.md, "Threshold keys in the protocol"). Keys carries
@@ -102,6 +108,11 @@ type Message struct {
 	Features    []int
 	NumFeatures int
 	Fingerprint string
+	// hello from a participant's own file (a federation with a schema):
+	// per feature, the power-of-two bound of its raw values
+	// (schema.Magnitude), and whether the file has the label column.
+	Magnitudes []int `json:",omitempty"`
+	Labelled   bool  `json:",omitempty"`
 
 	// setup
 	Setup *Setup
@@ -193,6 +204,13 @@ type Message struct {
 	// variance over the group's training samples; norms: the sums over the
 	// group's holders (group-level aggregates, as public as hat_w).
 	GroupStats []float64
+	// norms-part after a preparation: per local group, its training and
+	// held-out samples left out for want of a label and its samples whose
+	// holders' labels disagree (3 numbers a group); per feature, the
+	// scaling map the participant applies (offset, scale). norms: TrainN
+	// is then the federation's training samples with labels.
+	Labels []int     `json:",omitempty"`
+	Scales []float64 `json:",omitempty"`
 
 	// sealed payloads
 	Sealed seal.Vec `json:"-"`
@@ -254,6 +272,17 @@ type Setup struct {
 	// SendNorms asks for the sealed squared norms (first setup only: a
 	// returning participant gets the stored sums).
 	SendNorms bool
+	// A federation with a schema: Prepare asks for the label codes and
+	// column statistics (first setup only; a returning participant gets
+	// the stored sums). StatSlots gives each feature's first slot in the
+	// statistics layout (-1: none, the intercept and categories), and
+	// Magnitudes each feature's power-of-two bound over every holder.
+	// Intercept lists the local groups whose samples take the intercept
+	// from this participant (one holder a group).
+	Prepare    bool  `json:",omitempty"`
+	StatSlots  []int `json:",omitempty"`
+	Magnitudes []int `json:",omitempty"`
+	Intercept  []int `json:",omitempty"`
 	// Layout: threshold keys, to the key committee's members only: every
 	// sample group in layout order, so that a member refuses to switch a
 	// chunk to a participant that does not hold it.
@@ -301,12 +330,12 @@ func (m *Message) WireSize(s seal.Scheme) int {
 	for _, p := range m.Pseudonyms {
 		n += len(p) + 2
 	}
-	n += len(m.Heldout) + 8*len(m.Features) + len(m.Fingerprint) + 8*(len(m.Groups)+len(m.ActiveHolders)+len(m.Report))
+	n += 8*(len(m.Magnitudes)+len(m.Labels)+len(m.Scales)) + len(m.Heldout) + 8*len(m.Features) + len(m.Fingerprint) + 8*(len(m.Groups)+len(m.ActiveHolders)+len(m.Report))
 	n += 8 * (len(m.GramAt) + len(m.Kappa) + len(m.GroupScale) + len(m.GroupCentered) + len(m.DWCentered))
 	n += 8 * (len(m.W) + len(m.HatW) + len(m.DW) + len(m.GroupStats) + len(m.Grid) + 2*len(m.GridLoss) + len(m.GridWDot) + 2*len(m.GridTrainOK))
 	n += 8 * 8
 	if m.Setup != nil {
-		n += 8 * (len(m.Setup.Slots) + len(m.Setup.Group) + len(m.Setup.Holders))
+		n += 8 * (len(m.Setup.Slots) + len(m.Setup.Group) + len(m.Setup.Holders) + len(m.Setup.StatSlots) + len(m.Setup.Magnitudes) + len(m.Setup.Intercept))
 		n += 64
 		for _, k := range m.Setup.GroupKeys {
 			n += len(k)

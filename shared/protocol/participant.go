@@ -9,6 +9,7 @@ import (
 	"github.com/hyfed/hyfed/shared/fedhybrid"
 	"github.com/hyfed/hyfed/shared/loss"
 	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/schema"
 	"github.com/hyfed/hyfed/shared/seal"
 	"github.com/hyfed/hyfed/shared/secret"
 )
@@ -68,6 +69,13 @@ type Participant struct {
 	hybrid *fedhybrid.Node  // fedhybrid: x_i and lambda_i (nil until the first round after a setup)
 	keys   *participantKeys // threshold keys (nil: shared keys)
 	stored []byte           // a threshold key state to take up again (RestoreKeyState)
+	// raw is the block as read from the participant's own file (a
+	// federation with a schema; nil for a block file): the preparation
+	// makes block from it, with excluded marking the samples left out and
+	// maps each column's scaling.
+	raw      *partition.Block
+	excluded []bool
+	maps     []schema.Map
 }
 
 // groupEstimate holds what a holder needs to estimate how the other
@@ -102,6 +110,9 @@ func NewParticipant(b *partition.Block, s secret.Secret, key seal.Key) (*Partici
 		return nil, fmt.Errorf("participant: %w", err)
 	}
 	p := &Participant{block: b, secret: s, key: key}
+	if b.Raw != nil {
+		p.raw = b
+	}
 	p.pseud = make([]string, b.N())
 	for i, id := range b.IDs {
 		p.pseud[i] = s.Pseudonym(id)
@@ -112,8 +123,12 @@ func NewParticipant(b *partition.Block, s secret.Secret, key seal.Key) (*Partici
 // Hello is the registration message: pseudonyms, held-out flags and the
 // feature indexes of the block; no data, no labels.
 func (p *Participant) Hello() Message {
-	return Message{Kind: KindHello, Pseudonyms: p.pseud, Heldout: p.block.Heldout,
+	m := Message{Kind: KindHello, Pseudonyms: p.pseud, Heldout: p.block.Heldout,
 		Features: p.block.Features, NumFeatures: p.block.NumFeatures, Fingerprint: p.secret.Fingerprint()}
+	if p.raw != nil {
+		m.Magnitudes, m.Labelled = rawMagnitudes(p.raw), p.raw.Raw.HasLabels
+	}
+	return m
 }
 
 // Ready reports whether setup has finished.
@@ -149,6 +164,14 @@ func (p *Participant) Handle(m Message) ([]Message, error) {
 		if err := p.setGroupSums(m.GroupStats); err != nil {
 			return nil, err
 		}
+		if p.raw != nil {
+			// the training samples with labels, known once every holder
+			// has resolved its labels
+			if m.TrainN < 1 {
+				return nil, fmt.Errorf("participant: norms: %d training samples", m.TrainN)
+			}
+			p.lambdaN = p.setup.Config.Lambda * float64(m.TrainN)
+		}
 		p.q = q
 		p.ready = true
 		return nil, nil
@@ -161,6 +184,8 @@ func (p *Participant) Handle(m Message) ([]Message, error) {
 			return p.onBlockDirection(m)
 		}
 		return p.onDirection(m)
+	case KindPrep:
+		return p.onPrep(m)
 	case KindGram:
 		return p.onGram(m)
 	case KindGramSum:
@@ -211,8 +236,42 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 	if err := p.checkLayout(s); err != nil {
 		return nil, fmt.Errorf("participant: setup: %w", err)
 	}
+	for i := 0; i < n; i++ {
+		if g := s.Group[i]; g < 0 || g >= len(s.GroupKeys) || s.Holders[i] < 1 {
+			return nil, fmt.Errorf("participant: setup: sample %d has group %d, %d holders", i, g, s.Holders[i])
+		}
+	}
 	p.setup, p.loss, p.rule = s, l, participantRuleFor(cfg)
 	p.lambdaN = cfg.Lambda * float64(s.NumTrain)
+	p.ready = false
+	if cfg.Schema == nil {
+		if p.raw != nil {
+			return nil, fmt.Errorf("participant: setup: a file read against a schema needs a federation created with that schema (hyfed create --schema)")
+		}
+		return p.setupData()
+	}
+	if p.raw == nil {
+		return nil, fmt.Errorf("participant: setup: this federation reads each participant's own file against its schema: join with a CSV file, not a block file")
+	}
+	if nf := len(p.raw.Features); len(s.StatSlots) != nf || len(s.Magnitudes) != nf {
+		return nil, fmt.Errorf("participant: setup: %d statistics slots and %d magnitudes for %d features", len(s.StatSlots), len(s.Magnitudes), nf)
+	}
+	if !s.Prepare {
+		return nil, nil // a return: the stored sums come next (KindPrep)
+	}
+	part, err := p.prepPart()
+	if err != nil {
+		return nil, err
+	}
+	return []Message{part}, nil
+}
+
+// setupData sets up what depends on the block's values and labels: the
+// groups' training samples, the dual values, the estimates and (first
+// setup) the sealed squared norms.
+func (p *Participant) setupData() ([]Message, error) {
+	s, cfg := p.setup, p.setup.Config
+	n := p.block.N()
 	p.groupTrain = make([][]int, len(s.GroupKeys))
 	p.train = p.train[:0]
 	p.sole = make([]bool, len(s.GroupKeys))
@@ -221,11 +280,8 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 	}
 	for i := 0; i < n; i++ {
 		g := s.Group[i]
-		if g < 0 || g >= len(s.GroupKeys) || s.Holders[i] < 1 {
-			return nil, fmt.Errorf("participant: setup: sample %d has group %d, %d holders", i, g, s.Holders[i])
-		}
 		p.sole[g] = p.sole[g] && s.Holders[i] == 1
-		if !p.block.Heldout[i] {
+		if !p.block.Heldout[i] && !p.isExcluded(i) {
 			p.groupTrain[g] = append(p.groupTrain[g], i)
 			p.train = append(p.train, i)
 		}
@@ -237,7 +293,6 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 	p.ip = make([]float64, n)
 	p.w = make([]float64, len(p.block.Features))
 	p.pending, p.hybrid, p.hw = nil, nil, nil
-	p.ready = false
 	if cfg.BiasFeature >= p.block.NumFeatures && cfg.BiasValue != 0 {
 		return nil, fmt.Errorf("participant: setup: bias feature %d beyond the block's %d features", cfg.BiasFeature, p.block.NumFeatures)
 	}
@@ -660,7 +715,7 @@ func (p *Participant) onIP(m Message) ([]Message, error) {
 	r.GridHeldOK = make([]int, len(grid))
 	report := p.reportSet(m.Report)
 	for i := range p.ip {
-		if !report[p.setup.Group[i]] {
+		if !report[p.setup.Group[i]] || p.isExcluded(i) {
 			continue
 		}
 		y := p.block.Y[i]
