@@ -118,6 +118,7 @@ fuzz:
 	$(GO) test ./shared/dataset/ -run '^$$' -fuzz FuzzIDX -fuzztime 20s
 	$(GO) test ./shared/dataset/ -run '^$$' -fuzz FuzzMNISTJSON -fuzztime 20s
 	$(GO) test ./shared/dataset/ -run '^$$' -fuzz FuzzSklearnCSV -fuzztime 20s
+	$(GO) test ./shared/table/ -run '^$$' -fuzz FuzzRead -fuzztime 20s
 	$(GO) test ./shared/partition/ -run '^$$' -fuzz FuzzReadBlock -fuzztime 20s
 	$(GO) test ./shared/model/ -run '^$$' -fuzz FuzzReadLIBLINEAR -fuzztime 20s
 	$(GO) test ./shared/seal/ -run '^$$' -fuzz FuzzUnmarshalVec -fuzztime 20s

@@ -116,7 +116,7 @@ func Parse(r io.Reader) (*Schema, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("schema: %w", jsonError(data, err))
 	}
-	if dec.More() {
+	if rest := bytes.TrimSpace(data[dec.InputOffset():]); len(rest) > 0 {
 		return nil, errors.New("schema: text after the JSON object")
 	}
 	if err := s.Validate(); err != nil {
@@ -238,6 +238,14 @@ func (s *Schema) Validate() error {
 	}
 	if cols > MaxColumns {
 		return fmt.Errorf("schema: more than %d feature columns", MaxColumns)
+	}
+	// Model files name weights by column: two may not read alike.
+	names := map[string]bool{}
+	for _, c := range s.Columns() {
+		if names[Key(c.Name)] {
+			return fmt.Errorf("schema: two columns are both named %q (a category's column is named feature=category)", c.Name)
+		}
+		names[Key(c.Name)] = true
 	}
 	switch s.LabelPolicy() {
 	case LabelsEveryHolder, LabelsShared:
