@@ -167,6 +167,7 @@ func (f *federation) loadCoordinator() error {
 		}
 	}
 	c.EnableCheckpoints()
+	c.SetNamer(f.name)
 	f.coord = c
 	f.chunks.Store(int64(c.MaxChunks()))
 	f.finished = c.Finished()

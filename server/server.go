@@ -411,10 +411,12 @@ func (s *Server) create(req CreateRequest, creator string) (*CreateResponse, err
 // ParticipantView is a participant as the status shows it.
 type ParticipantView struct {
 	Name     string `json:"name"`
-	State    string `json:"state"` // connected, ready, away, finished, left-before-start
+	State    string `json:"state"` // connected, ready, away, finished, left-before-start, refused
 	Samples  int    `json:"samples"`
 	Features int    `json:"features"`
 	Active   bool   `json:"active"`
+	// Reason says why the federation refused the participant.
+	Reason string `json:"reason,omitempty"`
 }
 
 // ConfigView is a federation's configuration as its status shows it: the
@@ -454,6 +456,16 @@ type Status struct {
 	// w): the best iterate so far, or the current one before any round
 	// had a primal.
 	Model *ModelSummary `json:"model,omitempty"`
+	// Heldout is the held-out samples the accuracy is measured on (none:
+	// the pages show no held-out accuracy); LeftOut the samples left out
+	// for want of a label (a federation with a schema).
+	Heldout int `json:"heldout_samples"`
+	LeftOut int `json:"left_out,omitempty"`
+	// Notices are what the federation told its organizer (participants it
+	// refused, and why); Warnings what went wrong in training that a
+	// "finished" alone would hide (warnings).
+	Notices  []string `json:"notices,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ModelSummary says which iterate the federation hands out.
@@ -495,17 +507,66 @@ func (f *federation) status() Status {
 		if k < len(infos) && infos[k].Registered {
 			ci := infos[k]
 			pv.Samples, pv.Features, pv.Active, pv.State = ci.Samples, ci.Features, ci.Active, participantState(ci, f.finished)
+		} else if k < len(infos) && infos[k].Refused != "" {
+			pv.State, pv.Reason = "refused", infos[k].Refused
 		}
 		st.Participants = append(st.Participants, pv)
 	}
-	for _, r := range f.coord.History() {
+	hist := f.coord.History()
+	for _, r := range hist {
 		st.History = append(st.History, metricsView(r))
 	}
+	var best *protocol.Iterate
 	if f.coord.Started() {
 		m := f.coord.Model()
+		best = &m
 		st.Model = &ModelSummary{Round: m.Round, Best: m.Best, Primal: Float(m.Primal), HeldoutAccuracy: Float(m.HeldAcc)}
 	}
+	st.Heldout, st.LeftOut, st.Notices = f.coord.NumHeldout(), f.coord.LeftOut(), f.coord.Notices()
+	st.Warnings = warnings(hist, best, f.coord.Finished())
 	return st
+}
+
+// stallRounds is how many rounds in a row may apply no step, with the
+// gap still open, before the status warns that training stopped moving.
+const stallRounds = 10
+
+// warnings says what went wrong in training that the state alone would
+// hide: rounds that ran without every participant, a run that stopped
+// moving, a last iterate above the first round's primal, a model that is
+// the starting point.
+func warnings(hist []protocol.RoundMetrics, best *protocol.Iterate, finished bool) []string {
+	var out []string
+	if len(hist) < 2 {
+		if finished && best != nil {
+			out = append(out, "the federation ended before its first round: it has learned nothing")
+		}
+		return out
+	}
+	partial := 0
+	for _, r := range hist[1:] {
+		if r.Partial {
+			partial++
+		}
+	}
+	if partial > 0 {
+		out = append(out, fmt.Sprintf("%d of %d rounds ran without every participant: the samples of the missing ones did not move in them", partial, len(hist)-1))
+	}
+	stalled := 0
+	for i := len(hist) - 1; i > 0 && hist[i].Gamma == 0; i-- {
+		stalled++
+	}
+	last := hist[len(hist)-1]
+	if gap := (last.Primal - last.Dual) / math.Abs(last.Primal); stalled >= stallRounds && gap > 1e-3 {
+		out = append(out, fmt.Sprintf("the last %d rounds applied no step while the relative duality gap is still %.2g: training stopped moving", stalled, gap))
+	}
+	if first := hist[0]; last.Primal > first.Primal {
+		out = append(out, fmt.Sprintf("the last round's primal %.4g is above the first round's %.4g", last.Primal, first.Primal))
+	}
+	if finished && best != nil && best.Round == 0 {
+		out = append(out, "the model the federation hands out is its starting point (round 0, all weights 0): it has learned nothing")
+	}
+	return out
 }
 
 // Summary is one line of GET /api/federations.

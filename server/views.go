@@ -331,6 +331,19 @@ func (f *federation) modelFile() (*model.Model, *model.Info, error) {
 	if demo != nil {
 		info.Data, info.Partition, info.BiasFeature, info.BiasValue = demo.Data, demo.Partition, demo.BiasFeature, demo.BiasValue
 	}
+	if sch := cfg.Schema; sch != nil {
+		// Scores raw values: the maps the participants scaled with.
+		maps := f.coord.Scaling()
+		if maps == nil {
+			return nil, nil, httpError(http.StatusConflict, "no-model", "federation %s has no model yet: its participants are still preparing their data", f.meta.ID)
+		}
+		raw, ws, err := model.FromSchema(cfg.Loss, it.W, sch, maps)
+		if err != nil {
+			return nil, nil, fmt.Errorf("model of federation %s: %w", f.meta.ID, err)
+		}
+		m, info.Schema, info.Weights, info.NumFeatures = raw, sch, ws, raw.NumFeatures
+		info.BiasFeature, info.BiasValue = 0, 0
+	}
 	for _, r := range f.coord.History() {
 		if r.Round == it.Round && it.Best {
 			info.Metrics.Dual = model.Num(r.Dual)

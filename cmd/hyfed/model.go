@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"math"
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/hyfed/hyfed/shared/central"
 	"github.com/hyfed/hyfed/shared/dataset"
@@ -18,7 +20,9 @@ import (
 	"github.com/hyfed/hyfed/shared/model"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/schema"
 	"github.com/hyfed/hyfed/shared/session"
+	"github.com/hyfed/hyfed/shared/table"
 )
 
 // modelUsage is the --model flag's help, the same on every command.
@@ -163,6 +167,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	df.register(fs, "")
 	path := fs.String("model", "", "the model: LIBLINEAR's model file (hyfed's --model, a server's download, or liblinear-train's two-class models); FILE.json is read too if present")
 	scores := fs.Bool("scores", false, "print id, label, prediction, score and held-out flag of every sample before the summary")
+	delim := fs.String("delimiter", "", "a CSV file's delimiter for a model trained on a schema: comma, semicolon or tab (default: found from the header line)")
 	partial := fs.Bool("partial", false, "the data holds only some features of each sample (a participant's block in vertical or hybrid data): print each sample's partial score, its share of x.w over the features it holds, instead of predictions (the full score is the sum over the sample's holders)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), predictHelp)
@@ -177,6 +182,15 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	m, info, err := model.ReadFiles(*path)
 	if err != nil {
 		return err
+	}
+	if info != nil && info.Schema != nil && !*partial {
+		// A model of a federation with a schema scores a CSV file with
+		// named columns, raw values, as its participants' files were.
+		d, err := table.ParseDelimiter(*delim)
+		if err != nil {
+			return fmt.Errorf("--delimiter: %w", err)
+		}
+		return predictTable(stdout, stderr, *path, info, df.data, d, *scores)
 	}
 	if *partial {
 		if b, err := readBlockFile(df.data); err != nil || b != nil {
@@ -217,6 +231,84 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}{Model: *path, Data: d.Name, Result: r}
 	if info != nil {
 		out.ModelHeldout = info.Metrics.HeldoutAccuracy
+	}
+	return printJSON(stdout, out)
+}
+
+// predictTable scores a CSV file with named columns and raw values with a
+// model trained on a schema, each value mapped and clipped as in training;
+// a column the file lacks, or an empty cell, counts as the federation's
+// mean. Rows with a label count toward the accuracy.
+func predictTable(stdout, stderr io.Writer, path string, info *model.Info, data string, delim rune, scores bool) error {
+	if data == "" {
+		return errors.New("--data: give the CSV file to score")
+	}
+	raw, err := os.ReadFile(data)
+	if err != nil {
+		return fmt.Errorf("--data: %w", err)
+	}
+	// To score, a file needs no label column, and an empty cell is the mean.
+	sch := *info.Schema
+	sch.Labels, sch.Missing = schema.LabelsShared, schema.MissingMean
+	t, err := table.Read(bytes.NewReader(raw), data, &sch, table.Options{Delimiter: delim})
+	if err != nil {
+		return err
+	}
+	if len(t.Mapping.NotHeld) > 0 {
+		fmt.Fprintf(stderr, "%s has no column %s: scored as the federation's mean\n", data, strings.Join(t.Mapping.NotHeld, ", "))
+	}
+	if len(info.Weights) != sch.NumColumns() {
+		return fmt.Errorf("%s: %d weights for the schema's %d columns", model.SidecarPath(path), len(info.Weights), sch.NumColumns())
+	}
+	n := len(info.Weights)
+	if sch.HasIntercept() {
+		n--
+	}
+	at := make([]int, n) // schema column -> the file's column, -1
+	for j := range at {
+		at[j] = -1
+	}
+	for c, col := range t.Columns {
+		at[col] = c
+	}
+	missing := map[[2]int]bool{}
+	for _, c := range t.Missing {
+		missing[[2]int{c.Row, c.Col}] = true
+	}
+	bw := bufio.NewWriter(stdout)
+	if scores {
+		fmt.Fprintln(bw, "# id\tlabel\tprediction\tscore")
+	}
+	row := make([]float64, n)
+	labelled, right := 0, 0
+	for i := range t.IDs {
+		for j := range row {
+			row[j] = math.NaN()
+			if c := at[j]; c >= 0 && !missing[[2]int{i, c}] {
+				row[j] = t.X.At(i, c)
+			}
+		}
+		z := model.ScoreRaw(info.Weights, row)
+		if y := t.Labels[i]; y != 0 {
+			labelled++
+			if model.Label(z) == y {
+				right++
+			}
+		}
+		if scores {
+			label := "?"
+			if t.Labels[i] != 0 {
+				label = sign(t.Labels[i])
+			}
+			fmt.Fprintf(bw, "%s\t%s\t%s\t%s\n", t.IDs[i], label, sign(model.Label(z)), strconv.FormatFloat(z, 'g', -1, 64))
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	out := map[string]any{"model": path, "data": data, "samples": len(t.IDs), "labelled": labelled, "accuracy": nil}
+	if labelled > 0 {
+		out["accuracy"] = float64(right) / float64(labelled)
 	}
 	return printJSON(stdout, out)
 }

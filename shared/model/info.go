@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+
+	"github.com/hyfed/hyfed/shared/schema"
 )
 
 // Format names the sidecar's layout.
@@ -50,6 +52,12 @@ type Info struct {
 	Bias string `json:"bias"`
 
 	Metrics Metrics `json:"metrics"`
+
+	// A federation with a schema: the schema its participants' files were
+	// read against, and every weight with its column's name and scaling
+	// map (the LIBLINEAR file scores raw values; see FromSchema).
+	Schema  *schema.Schema `json:"schema,omitempty"`
+	Weights []Weight       `json:"weights,omitempty"`
 }
 
 // Metrics are the model's: the primal P(w) as the federation certified it
@@ -90,7 +98,9 @@ func (i *Info) Marshal() ([]byte, error) {
 	c := *i
 	c.Format = Format
 	c.Bias = "hyfed has no separate bias term: the model file says bias -1 (LIBLINEAR's -B off)"
-	if c.BiasFeature > 0 {
+	if c.Schema != nil {
+		c.Bias = "the model file scores raw values of the schema's columns (features 1.. in the schema's order, a category's column 1 or 0) with LIBLINEAR's bias term (-B 1): the offsets and the intercept folded in; unlike hyfed predict, it does not clip values beyond a column's clip_lo/clip_hi"
+	} else if c.BiasFeature > 0 {
 		c.Bias += fmt.Sprintf("; the bias is feature %d of the data, a constant %v in every sample, and w's weight %d is its weight: data for liblinear-predict must carry %d:%v", c.BiasFeature, c.BiasValue, c.BiasFeature, c.BiasFeature, c.BiasValue)
 	} else {
 		c.Bias += "; a bias, if the data has one, is an ordinary constant feature"

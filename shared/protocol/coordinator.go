@@ -134,6 +134,7 @@ type Coordinator struct {
 
 	numFeatures int
 	numTrain    int
+	numHeld     int
 	numSlots    int
 	groups      []group
 	chunkGroup  []int // per chunk of the sample layout: its sample group
@@ -582,7 +583,7 @@ func (c *Coordinator) align() error {
 			s.holders = append(s.holders, k)
 		}
 	}
-	c.groups, c.chunkGroup, c.numTrain = nil, nil, 0
+	c.groups, c.chunkGroup, c.numTrain, c.numHeld = nil, nil, 0, 0
 	groupOf := map[string]int{}
 	type gs struct {
 		key     string
@@ -635,6 +636,8 @@ func (c *Coordinator) align() error {
 			if !byPseud[p].heldout {
 				c.numTrain++
 				c.groups[gi].train++
+			} else {
+				c.numHeld++
 			}
 		}
 	}
@@ -1314,6 +1317,10 @@ func (c *Coordinator) MaxChunks() int {
 
 // NumTrain returns the number of training samples (0 before the start).
 func (c *Coordinator) NumTrain() int { return c.numTrain }
+
+// NumHeldout returns the number of held-out samples the metrics score (0
+// before the start, and when nothing is held out).
+func (c *Coordinator) NumHeldout() int { return c.numHeld }
 
 // Held is what the coordinator keeps between rounds besides w and the
 // primal contributions: the sealed dual values and squared norms over the

@@ -285,7 +285,7 @@ func (c *Coordinator) prepResolve(replies map[int]Message) bool {
 			}
 		}
 		for j, f := range cs.features {
-			mp := schema.Map{Offset: m.Scales[2*j], Scale: m.Scales[2*j+1]}
+			mp := c.cfg.Schema.Clip(f, schema.Map{Offset: m.Scales[2*j], Scale: m.Scales[2*j+1]}, c.cfg.Schema.Divisor(seal.MaxAbs))
 			if ps.ok[f] && (ps.maps[f].Offset != mp.Offset || ps.maps[f].Scale != mp.Scale) {
 				c.fail(fmt.Errorf("%s scales column %d unlike its other holders", c.name(k), f))
 				return false
@@ -327,6 +327,7 @@ func (c *Coordinator) applyLeftOut() error {
 	for g := range c.groups {
 		c.groups[g].train -= ps.leftTrain[g]
 		c.numTrain -= ps.leftTrain[g]
+		c.numHeld -= ps.leftHeld[g]
 	}
 	for _, cs := range c.clients {
 		if cs.hello == nil {

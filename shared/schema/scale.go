@@ -72,6 +72,18 @@ func Standardize(count, mean, sd, g float64) Map {
 	return Map{Offset: mean, Scale: sd * g, Lo: -ClipSD / g, Hi: ClipSD / g}
 }
 
+// Clip gives column col's map the federation's clip bounds for divisor g
+// (the holders report offset and scale; the bounds follow from the
+// schema): numeric columns only.
+func (s *Schema) Clip(col int, m Map, g float64) Map {
+	c := s.Columns()[col]
+	if c.Feature < 0 || c.Categorical() {
+		return m
+	}
+	m.Lo, m.Hi = -ClipSD/g, ClipSD/g
+	return m
+}
+
 // CategoryMap is a category indicator's map: 0/1, divided by g.
 func CategoryMap(g float64) Map { return Map{Scale: g} }
 
