@@ -3,13 +3,16 @@
 // Command wasmclient is hyfed's participant for the browser: compiled with
 // GOOS=js GOARCH=wasm, it runs in a Web Worker (web/static/worker.js) so
 // that the page stays responsive while it computes. The page hands it the
-// bytes of the block file the user picked; the bytes stay in the tab. Out
-// of the tab go only the protocol's messages: sealed dual values and inner
+// bytes of the file the user picked; the bytes stay in the tab. Out of the
+// tab go only the protocol's messages: sealed dual values and inner
 // products, and the plaintext primal contribution.
 //
 // The worker calls three functions this program sets on the global object:
 //
-//	hyfedLoad(name, Uint8Array)  parse and summarize a block file
+//	hyfedLoad(name, Uint8Array, schemaJSON, delimiter)  read and summarize the file:
+//	                             a block file, or with the federation's schema (its
+//	                             JSON; "" for none) the user's own CSV file;
+//	                             delimiter "" (found from the header), comma, semicolon or tab
 //	hyfedStart(href, session, keyState)  join the federation of a join link (session: return
 //	                             to a seat; keyState: base64 of the threshold key state kept)
 //	hyfedStop()                  leave
@@ -23,11 +26,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"syscall/js"
 
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/schema"
 	"github.com/hyfed/hyfed/shared/session"
+	"github.com/hyfed/hyfed/shared/table"
 	"github.com/hyfed/hyfed/wasmclient/tab"
 )
 
@@ -49,15 +55,32 @@ func main() {
 	}()
 	emit := func(e tab.Event) { events <- e }
 	js.Global().Set("hyfedLoad", js.FuncOf(func(_ js.Value, args []js.Value) any {
-		if len(args) != 2 || args[1].Type() != js.TypeObject {
-			return "hyfedLoad(name, bytes): wrong arguments"
+		if len(args) != 4 || args[1].Type() != js.TypeObject {
+			return "hyfedLoad(name, bytes, schemaJSON, delimiter): wrong arguments"
 		}
 		name := args[0].String()
 		data := make([]byte, args[1].Get("byteLength").Int())
 		js.CopyBytesToGo(data, args[1]) // one bulk copy
-		go func() {
-			b, s, err := tab.Load(name, data)
+		var sch *schema.Schema
+		if args[2].Type() == js.TypeString && args[2].String() != "" {
+			s, err := schema.Parse(strings.NewReader(args[2].String()))
 			if err != nil {
+				return "the federation's schema: " + err.Error()
+			}
+			sch = s
+		}
+		var o table.Options
+		if args[3].Type() == js.TypeString {
+			d, err := table.ParseDelimiter(args[3].String())
+			if err != nil {
+				return err.Error()
+			}
+			o.Delimiter = d
+		}
+		go func() {
+			b, s, err := tab.Load(name, data, sch, o)
+			if err != nil {
+				block = nil // a failed load leaves nothing to join with
 				emit(tab.Event{Type: "error", Code: "bad-file", Message: err.Error()})
 				return
 			}

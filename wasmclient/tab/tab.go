@@ -1,12 +1,12 @@
 // Package tab is the browser participant's logic, kept free of syscall/js
-// so that it builds and is tested natively: it loads the block file the
-// user picked, summarizes it for the page, runs the participant through
+// so that it builds and is tested natively: it loads the file the user
+// picked (a block file, or the user's own CSV read against the
+// federation's schema), summarizes it for the page, runs the participant through
 // shared/session and reports what happens (and what leaves the tab) as
 // events. wasmclient's main only moves bytes and events across syscall/js.
 package tab
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +14,9 @@ import (
 
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/schema"
 	"github.com/hyfed/hyfed/shared/session"
+	"github.com/hyfed/hyfed/shared/table"
 )
 
 // MaxFileBytes bounds the file a page may load (a tab has little memory to
@@ -40,6 +42,10 @@ type Summary struct {
 	// page then draws rows and weights as pictures.
 	Image   bool  `json:"image"`
 	Preview []Row `json:"preview"`
+	// Mapping is set for the user's own CSV file: which of its columns
+	// feed which of the schema's features, for the page to show before
+	// anything is sent.
+	Mapping *table.Mapping `json:"mapping,omitempty"`
 }
 
 // Row is one sample of the block, on its non-zero features (0-based
@@ -60,26 +66,27 @@ type Row struct {
 // server's reconstruction of the same rows (server.Options.Curious).
 const PreviewRows = 64
 
-// Load reads a block file (LIBSVM or CSV, as hyfed partition writes them)
-// from the bytes the user picked and summarizes it.
-func Load(name string, data []byte) (*partition.Block, *Summary, error) {
-	if len(data) == 0 {
-		return nil, nil, fmt.Errorf("%s: the file is empty", name)
-	}
+// Load reads the file the user picked: a block file (LIBSVM or CSV, as
+// hyfed partition writes them) or, in a federation with a schema (s not
+// nil), the user's own CSV file read against it (table.Load). The errors
+// are table.Load's, which say what the federation takes, once.
+func Load(name string, data []byte, s *schema.Schema, o table.Options) (*partition.Block, *Summary, error) {
 	if len(data) > MaxFileBytes {
 		return nil, nil, fmt.Errorf("%s: %d bytes, more than the %d MB a tab can load", name, len(data), MaxFileBytes>>20)
 	}
-	b, err := partition.ReadBlock(bytes.NewReader(data), name)
+	b, m, err := table.Load(name, data, s, o)
 	if err != nil {
-		if !bytes.HasPrefix(data, []byte("# hyfed-block")) {
-			return nil, nil, fmt.Errorf("%w (a block file starts with the line '# hyfed-block v1 features=M ...'; `hyfed partition` writes them from a data set)", err)
-		}
 		return nil, nil, err
 	}
 	if b.N() == 0 {
-		return nil, nil, fmt.Errorf("%s: the block has no samples", name)
+		return nil, nil, fmt.Errorf("%s: the file has no samples", name)
 	}
-	return b, summarize(name, len(data), b), nil
+	sum := summarize(name, len(data), b)
+	sum.Mapping = m
+	if m != nil {
+		sum.Image = false // raw values of named columns, never pixels
+	}
+	return b, sum, nil
 }
 
 func summarize(name string, size int, b *partition.Block) *Summary {

@@ -14,8 +14,10 @@ import (
 	"github.com/hyfed/hyfed/shared/experiment"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/schema"
 	"github.com/hyfed/hyfed/shared/secret"
 	"github.com/hyfed/hyfed/shared/session"
+	"github.com/hyfed/hyfed/shared/table"
 )
 
 func blocks(t *testing.T) []partition.Block {
@@ -44,7 +46,7 @@ func TestLoadSummarizes(t *testing.T) {
 	bs := blocks(t)
 	for _, csv := range []bool{false, true} {
 		b := &bs[1]
-		got, s, err := Load("mine", blockFile(t, b, csv))
+		got, s, err := Load("mine", blockFile(t, b, csv), nil, table.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,12 +92,72 @@ func TestLoadRefusesWithReasons(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, err := Load("bad.libsvm", []byte(c.data))
+			_, _, err := Load("bad.libsvm", []byte(c.data), nil, table.Options{})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want one mentioning %q", err, c.want)
 			}
+			// The page shows the message as it is: one hint, not the
+			// reader's and a second one around it.
+			if n := strings.Count(err.Error(), "hyfed partition"); n > 1 {
+				t.Fatalf("error %q gives its hint %d times", err, n)
+			}
 		})
 	}
+}
+
+const ownSchema = `{"id": "patient", "label": {"column": "outcome", "positive": ["yes"], "negative": ["no"]},
+ "features": [{"name": "age"}, {"name": "smoker", "categories": ["never", "current"]}, {"name": "bmi"}],
+ "labels": "shared-with-co-holders", "missing": "mean"}`
+
+// TestLoadOwnFile: with the federation's schema the tab reads the user's
+// own CSV file and its summary carries the mapping the page shows.
+func TestLoadOwnFile(t *testing.T) {
+	sch, err := schema.Parse(strings.NewReader(ownSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := "patient;Age;smoker;outcome;notes\r\np1;50,5;never;yes;x\r\np2;61;current;no;y\r\np3;;never;;z\r\n"
+	b, s, err := Load("mine.csv", []byte(file), sch, table.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s.Mapping
+	if m == nil || b.N() != 3 || s.Samples != 3 || m.Delimiter != "semicolon" || m.Rows != 3 || m.Labelled != 2 || m.Filled != 1 {
+		t.Fatalf("summary %+v, mapping %+v", s, m)
+	}
+	if strings.Join(m.NotHeld, ",") != "bmi" || len(m.Held) != 2 || m.Uses[4].Use != "ignored" {
+		t.Fatalf("mapping %+v", m)
+	}
+	if s.Unlabelled != 1 || s.Image {
+		t.Fatalf("summary %+v", s)
+	}
+	// The delimiter the user chose is the one used.
+	if _, _, err := Load("mine.csv", []byte(file), sch, table.Options{Delimiter: ','}); err == nil {
+		t.Fatal("a semicolon file read with commas loaded")
+	}
+	// A category the schema does not list: the file, the line and the column.
+	bad := strings.Replace(file, "current", "sometimes", 1)
+	_, _, err = Load("mine.csv", []byte(bad), sch, table.Options{})
+	if err == nil || !containsAll(err.Error(), "mine.csv:3:", `column "smoker" (3)`, `"sometimes"`) {
+		t.Fatalf("error %v", err)
+	}
+	// A block file is refused in a federation with a schema, and a CSV of
+	// one's own in one without.
+	if _, _, err := Load("block.libsvm", blockFile(t, &blocks(t)[0], false), sch, table.Options{}); err == nil || !strings.Contains(err.Error(), "your own file") {
+		t.Fatalf("a block file in a schema federation: %v", err)
+	}
+	if _, _, err := Load("mine.csv", []byte(file), nil, table.Options{}); err == nil || !strings.Contains(err.Error(), "no schema") {
+		t.Fatalf("an own file without a schema: %v", err)
+	}
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // events collects one participant's events.

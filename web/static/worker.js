@@ -1,6 +1,8 @@
 // The Web Worker that runs hyfed's WebAssembly participant, so that the
 // page stays responsive while it computes. Messages in: {cmd: 'load',
-// name, bytes (ArrayBuffer, transferred)}, {cmd: 'start', href, session,
+// name, bytes (ArrayBuffer, transferred), schema (the federation's schema
+// as JSON text, '' for none), delimiter ('' to find it, 'comma',
+// 'semicolon', 'tab')}, {cmd: 'start', href, session,
 // keyState (base64, a keys event's key_state)},
 // {cmd: 'stop'}, {cmd: 'bench', bytes} (replay a recorded
 // trace, for the wasm-vs-native benchmark). Messages out: the participant's events as JSON strings
@@ -13,7 +15,7 @@ let ready = false;
 function handle(msg) {
   let err;
   switch (msg.cmd) {
-    case 'load': err = self.hyfedLoad(msg.name, new Uint8Array(msg.bytes)); break;
+    case 'load': err = self.hyfedLoad(msg.name, new Uint8Array(msg.bytes), msg.schema || '', msg.delimiter || ''); break;
     case 'start': err = self.hyfedStart(msg.href, msg.session || '', msg.keyState || ''); break;
     case 'stop': err = self.hyfedStop(); break;
     case 'bench': err = self.hyfedBench(new Uint8Array(msg.bytes)); break;
