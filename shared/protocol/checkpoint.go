@@ -211,6 +211,7 @@ type helloState struct {
 	Features   []int
 	Magnitudes []int
 	Labelled   bool
+	Bias       float64
 }
 
 // prepCheckpoint is prepState as saved: the sealed sums, the samples left
@@ -286,7 +287,7 @@ func (c *Coordinator) encodeSetup() []byte {
 		h := helloState{}
 		if cs.hello != nil {
 			h = helloState{Registered: true, Pseudonyms: cs.hello.Pseudonyms, Heldout: cs.hello.Heldout, Features: cs.hello.Features,
-				Magnitudes: cs.hello.Magnitudes, Labelled: cs.hello.Labelled}
+				Magnitudes: cs.hello.Magnitudes, Labelled: cs.hello.Labelled, Bias: cs.hello.Bias}
 		}
 		st.Clients = append(st.Clients, h)
 	}
@@ -346,7 +347,7 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 		cs := &clientState{}
 		if h.Registered {
 			cs.hello = &Message{Kind: KindHello, Pseudonyms: h.Pseudonyms, Heldout: h.Heldout, Features: h.Features,
-				NumFeatures: st.NumFeatures, Fingerprint: st.Fingerprint, Magnitudes: h.Magnitudes, Labelled: h.Labelled}
+				NumFeatures: st.NumFeatures, Fingerprint: st.Fingerprint, Magnitudes: h.Magnitudes, Labelled: h.Labelled, Bias: h.Bias}
 		}
 		c.clients = append(c.clients, cs)
 	}

@@ -94,6 +94,12 @@ type Config struct {
 	// (kappa > 1) the bound then covers only the rest.
 	BiasFeature int     `json:"bias_feature,omitempty"`
 	BiasValue   float64 `json:"bias_value,omitempty"`
+	// FindBias (on by default) takes the bias from the participants'
+	// blocks when none is declared: when every sample has exactly one
+	// holder of the last feature and every such block holds one non-zero
+	// value there in every row (what Dataset.ConstantFeature finds in
+	// pooled data), that feature is the bias.
+	FindBias bool `json:"find_bias"`
 	// Quorum is the share of the federation's participants that must be
 	// connected for a round to start (0 means 0.5): with fewer, the
 	// federation waits at the round boundary instead of spending rounds
@@ -222,7 +228,7 @@ const (
 // step's search, the quorum) are filled by Validate.
 func Defaults() Config {
 	return Config{Algo: AlgoHyFDCA, Loss: "hinge", Lambda: DefaultLambda, Step: StepBlock, IIC: DefaultIIC,
-		Fraction: 1, Rounds: DefaultRounds, Estimate: EstimateMeanField, Gamma: 1, GroupSteps: true, SharedDirections: gram.SharedDirections, SolveOnce: true,
+		Fraction: 1, Rounds: DefaultRounds, Estimate: EstimateMeanField, Gamma: 1, GroupSteps: true, SharedDirections: gram.SharedDirections, SolveOnce: true, FindBias: true,
 		Keys: KeysShared, KeyCommittee: DefaultKeyCommittee, KeyThreshold: DefaultKeyThreshold}
 }
 

@@ -542,7 +542,7 @@ func (c *Coordinator) Started() bool { return c.started }
 
 func sameHello(a, b *Message) bool {
 	if len(a.Pseudonyms) != len(b.Pseudonyms) || len(a.Features) != len(b.Features) || a.Fingerprint != b.Fingerprint ||
-		a.Labelled != b.Labelled || !slices.Equal(a.Magnitudes, b.Magnitudes) {
+		a.Labelled != b.Labelled || a.Bias != b.Bias || !slices.Equal(a.Magnitudes, b.Magnitudes) {
 		return false
 	}
 	for i := range a.Pseudonyms {
@@ -685,7 +685,39 @@ func (c *Coordinator) align() error {
 	if c.cfg.Schema != nil {
 		return c.alignSchema()
 	}
+	if c.cfg.FindBias && c.cfg.BiasValue == 0 {
+		c.cfg.BiasFeature, c.cfg.BiasValue = c.findBias()
+	}
 	return nil
+}
+
+// findBias returns the last feature and its value when the blocks say it
+// is the data's bias (Config.FindBias): one holder of it in every sample
+// group, each holding the same non-zero value in every row. Else 0, 0.
+func (c *Coordinator) findBias() (int, float64) {
+	last := c.numFeatures - 1
+	value := 0.0
+	for _, g := range c.groups {
+		n := 0
+		for _, k := range g.holders {
+			h := c.clients[k].hello
+			if len(h.Features) == 0 || h.Features[len(h.Features)-1] != last {
+				continue
+			}
+			n++
+			if h.Bias == 0 || (value != 0 && h.Bias != value) {
+				return 0, 0
+			}
+			value = h.Bias
+		}
+		if n != 1 {
+			return 0, 0
+		}
+	}
+	if math.IsNaN(value) || math.Abs(value) > 100 {
+		return 0, 0 // what Config.Validate admits
+	}
+	return last, value
 }
 
 // slotGroup returns the sample group of a slot of the sample layout, -1

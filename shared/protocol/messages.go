@@ -113,6 +113,9 @@ type Message struct {
 	// (schema.Magnitude), and whether the file has the label column.
 	Magnitudes []int `json:",omitempty"`
 	Labelled   bool  `json:",omitempty"`
+	// Bias: the block holds the federation's last feature with this one
+	// non-zero value in every row (Config.FindBias; 0: it does not).
+	Bias float64 `json:",omitempty"`
 
 	// setup
 	Setup *Setup

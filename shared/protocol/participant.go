@@ -127,8 +127,26 @@ func (p *Participant) Hello() Message {
 		Features: p.block.Features, NumFeatures: p.block.NumFeatures, Fingerprint: p.secret.Fingerprint()}
 	if p.raw != nil {
 		m.Magnitudes, m.Labelled = rawMagnitudes(p.raw), p.raw.Raw.HasLabels
+	} else {
+		m.Bias = constantLast(p.block)
 	}
 	return m
+}
+
+// constantLast returns the one non-zero value the block holds in every row
+// of the federation's last feature, or 0 (Message.Bias).
+func constantLast(b *partition.Block) float64 {
+	j := len(b.Features) - 1
+	if j < 0 || b.Features[j] != b.NumFeatures-1 || b.N() == 0 {
+		return 0
+	}
+	v := b.X.At(0, j)
+	for i := 1; i < b.N() && v != 0; i++ {
+		if b.X.At(i, j) != v {
+			return 0
+		}
+	}
+	return v
 }
 
 // Ready reports whether setup has finished.

@@ -239,3 +239,33 @@ func TestOwnFilesLabelConflictIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestBiasFoundInBlocks: a federation that declares no bias takes it from
+// its blocks as hyfed experiment finds it in pooled data, and runs as if it
+// had been declared; a last feature that varies is no bias.
+func TestBiasFoundInBlocks(t *testing.T) {
+	d := testData(120, 6, 4) // its last feature is 1 in every row
+	blocks := gridBlocks(d, 2, 3)
+	cfg := Defaults()
+	cfg.Rounds = 6
+	found := newFed(t, blocks, cfg)
+	hf := found.run(t)
+	if c := found.coord.Config(); c.BiasFeature != 5 || c.BiasValue != 1 {
+		t.Fatalf("bias %d = %v, want feature 5 = 1", c.BiasFeature, c.BiasValue)
+	}
+	cfg.BiasFeature, cfg.BiasValue, cfg.FindBias = 5, 1, false
+	hd := newFed(t, blocks, cfg).run(t)
+	for r := range hd {
+		if hf[r].Primal != hd[r].Primal || hf[r].Dual != hd[r].Dual {
+			t.Fatalf("round %d: found P %v D %v, declared P %v D %v", r, hf[r].Primal, hf[r].Dual, hd[r].Primal, hd[r].Dual)
+		}
+	}
+	blocks[2].X.Data[1] = 2 // block 2 holds features 4 and 5: row 0 differs in 5
+	cfg = Defaults()
+	cfg.Rounds = 1
+	f := newFed(t, blocks, cfg)
+	f.run(t)
+	if c := f.coord.Config(); c.BiasValue != 0 {
+		t.Errorf("a varying last feature taken as the bias: %d = %v", c.BiasFeature, c.BiasValue)
+	}
+}
