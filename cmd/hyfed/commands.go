@@ -25,9 +25,9 @@ type dataFlags struct {
 }
 
 func (d *dataFlags) register(fs *flag.FlagSet, def string) {
-	fs.StringVar(&d.data, "data", def, "data: fashion-mnist, mnist, breast-cancer, digits, synthetic:N,M[,density[,noise[,seed]]], or a LIBSVM/CSV file")
+	fs.StringVar(&d.data, "data", def, "data: fashion-mnist, mnist, breast-cancer, digits, diabetes, synthetic:N,M[,density[,noise[,seed]]], or a LIBSVM/CSV file")
 	fs.StringVar(&d.positive, "positive", "", "labels mapped to +1, e.g. 0,1,2,3,4 (default: the data set's rule)")
-	fs.Float64Var(&d.holdout, "holdout", 0, "fraction of samples held out for evaluation when the data has no split (the built-ins mnist, breast-cancer, digits and synthetic default to 0.1)")
+	fs.Float64Var(&d.holdout, "holdout", 0, "fraction of samples held out for evaluation when the data has no split (the built-ins mnist, breast-cancer, digits, diabetes and synthetic default to 0.1)")
 }
 
 // load loads the data for training (experiment.LoadData: scaled when its
@@ -148,12 +148,20 @@ func runPartition(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	spec := fs.String("partition", "quadrants:2", "partition: quadrants:K, grid:K,Q, horizontal:K or vertical:Q")
 	out := fs.String("out", "blocks", "directory for the client files")
 	format := fs.String("format", "libsvm", "file format: libsvm or csv")
-	seed := fs.Int64("seed", 1, "seed of the sample shuffle before grouping")
+	seed := fs.Int64("seed", 1, "seed of the sample shuffle before grouping (and, with --names, of each file's row order)")
+	var nf namesFlags
+	nf.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *format != "libsvm" && *format != "csv" {
 		return fmt.Errorf("--format %q: want libsvm or csv", *format)
+	}
+	if err := nf.check(fs, *format); err != nil {
+		return err
+	}
+	if nf.names {
+		return runPartitionNamed(&df, *spec, *seed, *out, &nf, stdout, stderr)
 	}
 	d, err := df.load()
 	if err != nil {

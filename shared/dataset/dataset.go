@@ -21,6 +21,13 @@ type Dataset struct {
 	// Scale, when not nil, holds the divisor every feature was scaled by
 	// after reading (ScaleMaxAbs): the data set is then the scaled one.
 	Scale []float64
+	// Names, when not nil, names every feature as its source does
+	// (breast-cancer's and diabetes' measurements; BiasName for the bias).
+	Names []string
+	// Categories marks the categorical features of raw data (Options.Raw):
+	// feature j then holds a code whose number, as strconv's 'g' writes
+	// it, is one of Categories[j] (diabetes' sex: "1" or "2").
+	Categories map[int][]string
 }
 
 // ImageShape describes image data so that partitions can cut quadrants.
@@ -60,6 +67,14 @@ func (d *Dataset) Validate() error {
 	}
 	if d.Lines != nil && len(d.Lines) != n {
 		return fmt.Errorf("dataset %s: %d rows, %d line numbers", d.Name, n, len(d.Lines))
+	}
+	if d.Names != nil && len(d.Names) != d.X.Cols {
+		return fmt.Errorf("dataset %s: %d features, %d names", d.Name, d.X.Cols, len(d.Names))
+	}
+	for j, cs := range d.Categories {
+		if j < 0 || j >= d.X.Cols || len(cs) == 0 {
+			return fmt.Errorf("dataset %s: categories %q of feature %d (of %d)", d.Name, cs, j, d.X.Cols)
+		}
 	}
 	seen := make(map[string]int, n)
 	for i, y := range d.Y {

@@ -57,14 +57,18 @@ type Options struct {
 	Positive *LabelRule
 	// Holdout is the fraction of samples held out for evaluation when the
 	// source has no split of its own, chosen by HoldoutByID; 0 = none. For
-	// the built-in "mnist", "breast-cancer", "digits" and synthetic data, 0
-	// means their default 0.1
-	// and a negative value none.
+	// the built-in "mnist", "breast-cancer", "digits", "diabetes" and
+	// synthetic data, 0 means their default 0.1 and a negative value none.
 	Holdout float64
 	// Sparse and Dense force the storage of X. By default ReadLIBSVM
 	// stores sparse, everything else dense, and Load stores a file dense
 	// when at least half of its entries are non-zero.
 	Sparse, Dense bool
+	// Raw loads a built-in set as its source holds it, for files that look
+	// like a party's own: no standardizing, no /255 or /16, no appended
+	// bias (synthetic data loses its constant last feature). Files are
+	// always read as they are.
+	Raw bool
 }
 
 func (o Options) check() error {

@@ -8,11 +8,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// The two small real data sets that ship inside Debian's python3-sklearn
+// The small real data sets that ship inside Debian's python3-sklearn
 // (sklearn/datasets/data/), so that the suite measures hyfed on data it
 // was never tuned on without a download outside the package registries.
 const (
@@ -26,10 +27,30 @@ const (
 	digitsFile           = "digits.csv.gz"
 	digitsSide           = 8  // 8x8 images
 	digitsMaxPixel       = 16 // pixel values are counts 0..16
+	diabetesDataFile     = "diabetes_data_raw.csv.gz"
+	diabetesTargetFile   = "diabetes_target.csv.gz"
+	diabetesSex          = 1   // the feature coded 1 or 2
+	diabetesThreshold    = 140 // y = +1 above it: about the median score
 )
 
-// SklearnDir finds the directory holding breast_cancer.csv and
-// digits.csv.gz: $HYFED_SKLEARN_DIR if set; else .cache/sklearn (where
+// BreastCancerNames are scikit-learn's names of breast_cancer.csv's 30
+// columns, in the file's order (load_breast_cancer's feature_names).
+var BreastCancerNames = []string{
+	"mean radius", "mean texture", "mean perimeter", "mean area", "mean smoothness",
+	"mean compactness", "mean concavity", "mean concave points", "mean symmetry", "mean fractal dimension",
+	"radius error", "texture error", "perimeter error", "area error", "smoothness error",
+	"compactness error", "concavity error", "concave points error", "symmetry error", "fractal dimension error",
+	"worst radius", "worst texture", "worst perimeter", "worst area", "worst smoothness",
+	"worst compactness", "worst concavity", "worst concave points", "worst symmetry", "worst fractal dimension",
+}
+
+// DiabetesNames are scikit-learn's names of the diabetes measurements:
+// age, sex, body mass index, mean blood pressure and six blood serum
+// measurements.
+var DiabetesNames = []string{"age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6"}
+
+// SklearnDir finds the directory holding breast_cancer.csv, digits.csv.gz
+// and the diabetes files: $HYFED_SKLEARN_DIR if set; else .cache/sklearn (where
 // `make data` copies them) in the current directory or up to 5 parents;
 // else SklearnSystemDir.
 func SklearnDir() (string, error) {
@@ -142,6 +163,57 @@ func ReadSklearnCSV(r io.Reader, name string, l SklearnLayout) (*Matrix, []float
 	return &Matrix{Rows: len(raw), Cols: features, Data: data}, raw, nil
 }
 
+// ReadSpaced reads rows of cols numbers separated by spaces or tabs, no
+// header, as sklearn keeps the diabetes data (and its target, one number
+// a line, in a file of its own). Blank lines are skipped. Errors read
+// "<name>:<line>: field <n>: <what>".
+func ReadSpaced(r io.Reader, name string, cols int) (*Matrix, error) {
+	if cols < 1 {
+		return nil, fmt.Errorf("%s: %d columns asked for", name, cols)
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	var data []float64
+	rows, line := 0, 0
+	for sc.Scan() {
+		line++
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		if len(fields) != cols {
+			return nil, fmt.Errorf("%s:%d: %d fields, want %d", name, line, len(fields), cols)
+		}
+		for c, f := range fields {
+			v, err := strconv.ParseFloat(f, 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("%s:%d: field %d: %q is not a finite number", name, line, c+1, f)
+			}
+			data = append(data, v)
+		}
+		rows++
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
+	}
+	if rows == 0 {
+		return nil, fmt.Errorf("%s: no rows", name)
+	}
+	return &Matrix{Rows: rows, Cols: cols, Data: data}, nil
+}
+
+// readSklearnColumns reads one of the bundled files with ReadSpaced and
+// returns its path for messages.
+func readSklearnColumns(file string, cols int) (*Matrix, string, error) {
+	r, closeFile, path, err := openSklearn(file)
+	if err != nil {
+		return nil, "", err
+	}
+	defer closeFile()
+	x, err := ReadSpaced(r, path, cols)
+	return x, path, err
+}
+
 // openSklearn opens one of the bundled files, inflating gzip.
 func openSklearn(file string) (io.Reader, func() error, string, error) {
 	dir, err := SklearnDir()
@@ -184,19 +256,70 @@ func loadBreastCancer(opt Options) (*Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("breast-cancer: %w", err)
 	}
-	d := &Dataset{Name: "breast-cancer", Y: y}
-	for i := range raw {
-		d.IDs = append(d.IDs, "sample-"+strconv.Itoa(i))
+	return measurements("breast-cancer", "sample", x, y, BreastCancerNames, opt), nil
+}
+
+// loadDiabetes: sklearn's diabetes data (Efron et al., 2004), 442
+// patients x 10 measurements taken at baseline, y = +1 when the disease
+// progression a year later scores above 140 (221 of 442).
+func loadDiabetes(opt Options) (*Dataset, error) {
+	if opt.Positive != nil {
+		return nil, fmt.Errorf("diabetes: a --positive rule does not apply: the target is a score, and y = +1 when it is above %d", diabetesThreshold)
+	}
+	x, path, err := readSklearnColumns(diabetesDataFile, len(DiabetesNames))
+	if err != nil {
+		return nil, fmt.Errorf("diabetes: %w", err)
+	}
+	target, tpath, err := readSklearnColumns(diabetesTargetFile, 1)
+	if err != nil {
+		return nil, fmt.Errorf("diabetes: %w", err)
+	}
+	if x.Rows != target.Rows {
+		return nil, fmt.Errorf("diabetes: %s has %d patients, %s %d (a truncated file?)", path, x.Rows, tpath, target.Rows)
+	}
+	for i := 0; i < x.Rows; i++ {
+		// Sex is a category (Categories in raw data): anything but its two
+		// codes is a damaged file.
+		if v := x.At(i, diabetesSex); v != 1 && v != 2 {
+			return nil, fmt.Errorf("diabetes: %s: patient %d: sex %v is not 1 or 2", path, i+1, v)
+		}
+	}
+	y := make([]float64, target.Rows)
+	for i, v := range target.Data {
+		y[i] = -1
+		if v > diabetesThreshold {
+			y[i] = 1
+		}
+	}
+	d := measurements("diabetes", "patient", x, y, DiabetesNames, opt)
+	if opt.Raw {
+		d.Categories = map[int][]string{diabetesSex: {"1", "2"}}
+	}
+	return d, nil
+}
+
+// measurements makes a data set of raw measurements (breast-cancer,
+// diabetes): ids "<prefix>-<i>", the held-out share, and unless opt.Raw
+// every measurement standardized and the bias appended.
+func measurements(name, prefix string, x *Matrix, y []float64, names []string, opt Options) *Dataset {
+	d := &Dataset{Name: name, Y: y}
+	for i := range y {
+		d.IDs = append(d.IDs, prefix+"-"+strconv.Itoa(i))
 	}
 	applyHoldout(d, builtinHoldout(opt))
-	// The measurements range from 1e-3 (fractal dimension) to 4e3 (area):
-	// raw, one feature would dominate every inner product and the squared
-	// row norms (up to 2e7) would exceed the encryption's 32,768.
-	// Standardized, every feature counts alike and the rows stay small
-	// (squared norms in the hundreds, plus Bias^2), so the defaults that
-	// work for pixel data work here without per-set tuning.
+	if opt.Raw {
+		d.X, d.Names = x, slices.Clone(names)
+		return d
+	}
+	// The measurements range from 1e-3 (breast-cancer's fractal dimension)
+	// to 4e3 (its area): raw, one feature would dominate every inner
+	// product and the squared row norms (up to 2e7) would exceed the
+	// encryption's 32,768. Standardized, every feature counts alike and the
+	// rows stay small (squared norms in the hundreds, plus Bias^2), so the
+	// defaults that work for pixel data work here without per-set tuning.
 	d.X = appendBias(standardize(x, d.Heldout))
-	return d, nil
+	d.Names = append(slices.Clone(names), BiasName)
+	return d
 }
 
 // standardize returns x with every feature shifted and scaled to mean 0
@@ -241,12 +364,6 @@ func loadDigits(opt Options) (*Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("digits: %w", err)
 	}
-	for i, v := range x.Data {
-		// To [0,1] like the other images: the scale of mnist's pixels, so
-		// the same defaults apply, and squared row norms of at most 64 plus
-		// Bias^2.
-		x.Data[i] = v / digitsMaxPixel
-	}
 	rule := opt.Positive
 	if rule == nil {
 		rule, _ = ParsePositive("0,2,4,6,8")
@@ -255,7 +372,16 @@ func loadDigits(opt Options) (*Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("digits: %w", err)
 	}
-	d := &Dataset{Name: "digits", X: appendBias(x), Y: y, Image: &ImageShape{Width: digitsSide, Height: digitsSide, Extra: 1}}
+	d := &Dataset{Name: "digits", X: x, Y: y, Image: &ImageShape{Width: digitsSide, Height: digitsSide}}
+	if !opt.Raw {
+		for i, v := range x.Data {
+			// To [0,1] like the other images: the scale of mnist's pixels,
+			// so the same defaults apply, and squared row norms of at most 64
+			// plus Bias^2.
+			x.Data[i] = v / digitsMaxPixel
+		}
+		d.X, d.Image.Extra = appendBias(x), 1
+	}
 	for i := range raw {
 		d.IDs = append(d.IDs, "image-"+strconv.Itoa(i))
 	}

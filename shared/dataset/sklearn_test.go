@@ -138,7 +138,7 @@ func TestSklearnBuiltinsFixture(t *testing.T) {
 func TestSklearnMissing(t *testing.T) {
 	empty := t.TempDir()
 	t.Setenv("HYFED_SKLEARN_DIR", empty)
-	for _, name := range []string{"breast-cancer", "digits"} {
+	for _, name := range []string{"breast-cancer", "digits", "diabetes"} {
 		if _, err := Load(name, Options{}); err == nil || !strings.Contains(err.Error(), name+": HYFED_SKLEARN_DIR") {
 			t.Errorf("%s with an empty HYFED_SKLEARN_DIR: %v", name, err)
 		}
@@ -154,6 +154,10 @@ func TestSklearnMissing(t *testing.T) {
 	if _, err := Load("digits", Options{}); err == nil || !strings.Contains(err.Error(), digitsFile) || !strings.Contains(err.Error(), "make data") {
 		t.Errorf("digits missing: %v", err)
 	}
+	// A .cache/sklearn from before diabetes: its error says so too.
+	if _, err := Load("diabetes", Options{}); err == nil || !strings.Contains(err.Error(), diabetesDataFile) || !strings.Contains(err.Error(), "make data") {
+		t.Errorf("diabetes missing: %v", err)
+	}
 	if _, err := os.Stat(filepath.Join(SklearnSystemDir, breastCancerFile)); err == nil {
 		return // python3-sklearn is installed: the search below would find it
 	}
@@ -167,17 +171,22 @@ func TestSklearnMissing(t *testing.T) {
 // The real files, when `make data` has fetched them: sizes, class counts,
 // the held-out share and the encryption's bound on squared row norms.
 func TestBuiltinSklearn(t *testing.T) {
-	if _, err := SklearnDir(); err != nil {
+	dir, err := SklearnDir()
+	if err != nil {
 		t.Skip(err)
 	}
 	for _, tc := range []struct {
-		name      string
-		n, m, pos int
+		name, file string
+		n, m, pos  int
 	}{
-		{"breast-cancer", 569, 31, 212}, // 212 malignant
-		{"digits", 1797, 65, 891},       // 178+177+181+181+174 even digits
+		{"breast-cancer", breastCancerFile, 569, 31, 212}, // 212 malignant
+		{"digits", digitsFile, 1797, 65, 891},             // 178+177+181+181+174 even digits
+		{"diabetes", diabetesDataFile, 442, 11, 221},      // scores above 140
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if _, err := os.Stat(filepath.Join(dir, tc.file)); err != nil {
+				t.Skip(err, " (a .cache/sklearn from before it: make data)")
+			}
 			d, err := Load(tc.name, Options{})
 			if err != nil {
 				t.Fatal(err)

@@ -551,10 +551,9 @@ func WriteFiles(dir, format string, blocks []Block) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("write block files: %w", err)
 	}
-	width := len(strconv.Itoa(len(blocks)))
 	paths := make([]string, 0, len(blocks))
 	for k := range blocks {
-		p := filepath.Join(dir, fmt.Sprintf("client-%0*d.%s", width, k, format))
+		p := clientPath(dir, k, len(blocks), format)
 		f, err := os.Create(p)
 		if err != nil {
 			return nil, fmt.Errorf("client %d: %w", k, err)
@@ -569,4 +568,10 @@ func WriteFiles(dir, format string, blocks []Block) ([]string, error) {
 		paths = append(paths, p)
 	}
 	return paths, nil
+}
+
+// clientPath names block k of n in dir: client-<k>.<ext>, k zero-padded
+// to the width of n so that the files sort in client order.
+func clientPath(dir string, k, n int, ext string) string {
+	return filepath.Join(dir, fmt.Sprintf("client-%0*d.%s", len(strconv.Itoa(n)), k, ext))
 }

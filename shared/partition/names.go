@@ -1,0 +1,288 @@
+package partition
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hyfed/hyfed/shared/dataset"
+	"github.com/hyfed/hyfed/shared/schema"
+)
+
+// Named files are trial files for the own-file path (schema and table):
+// blocks written as a party's own spreadsheet export would be, with
+// column names, its own ids, label words and raw values, and no block
+// magic, next to the schema the federation reads them against.
+const (
+	NamedID       = "id"          // the id column
+	NamedLabel    = "label"       // the label column
+	NamedPositive = "yes"         // the label of +1
+	NamedNegative = "no"          // the label of -1
+	SchemaFile    = "schema.json" // the schema beside the files
+)
+
+// NamedOptions tune WriteNamed.
+type NamedOptions struct {
+	// Labels[k] says whether block k's file has the label column; nil:
+	// every file has it.
+	Labels []bool
+	// Delimiter is ',' (0 too), ';' or '\t'.
+	Delimiter rune
+	// Seed shuffles the rows of each file, so that no file keeps the
+	// order of the data set or of another file.
+	Seed int64
+}
+
+// NamedFile is one file WriteNamed wrote.
+type NamedFile struct {
+	Path      string
+	Rows      int
+	Features  []string // the feature columns' names, in the file's order
+	HasLabels bool
+}
+
+// FeatureNames returns d's feature names: d.Names, else x1..xM.
+func FeatureNames(d *dataset.Dataset) []string {
+	if d.Names != nil {
+		return d.Names
+	}
+	names := make([]string, d.M())
+	for j := range names {
+		names[j] = "x" + strconv.Itoa(j+1)
+	}
+	return names
+}
+
+// NamedSchema returns the schema of the named files of d: the id, the
+// label words, d's features by name in d's order (categorical ones with
+// their categories) and an intercept; labels shared with co-holders when
+// some file lacks them, else the default (every holder).
+func NamedSchema(d *dataset.Dataset, sharedLabels bool) (*schema.Schema, error) {
+	yes := true
+	s := &schema.Schema{ID: NamedID, Intercept: &yes,
+		Label: schema.Label{Column: NamedLabel, Positive: []string{NamedPositive}, Negative: []string{NamedNegative}}}
+	for j, name := range FeatureNames(d) {
+		s.Features = append(s.Features, schema.Feature{Name: name, Categories: slices.Clone(d.Categories[j])})
+	}
+	if sharedLabels {
+		s.Labels = schema.LabelsShared
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("the names of %s: %w", d.Name, err)
+	}
+	return s, nil
+}
+
+// MarshalSchema writes s as JSON that a person reads and edits: one
+// feature a line. schema.Parse reads it back.
+func MarshalSchema(s *schema.Schema) []byte {
+	q := func(v string) string { b, _ := json.Marshal(v); return string(b) }
+	list := func(vs []string) string {
+		out := make([]string, len(vs))
+		for i, v := range vs {
+			out[i] = q(v)
+		}
+		return "[" + strings.Join(out, ", ") + "]"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "{\n  \"id\": %s,\n  \"label\": {\"column\": %s, \"positive\": %s", q(s.ID), q(s.Label.Column), list(s.Label.Positive))
+	if len(s.Label.Negative) > 0 {
+		fmt.Fprintf(&b, ", \"negative\": %s", list(s.Label.Negative))
+	}
+	b.WriteString("},\n  \"features\": [\n")
+	for i, f := range s.Features {
+		fmt.Fprintf(&b, "    {\"name\": %s", q(f.Name))
+		if f.Categories != nil {
+			fmt.Fprintf(&b, ", \"categories\": %s", list(f.Categories))
+		}
+		b.WriteString("}")
+		if i < len(s.Features)-1 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("  ]")
+	if s.Intercept != nil {
+		fmt.Fprintf(&b, ",\n  \"intercept\": %t", *s.Intercept)
+	}
+	for _, kv := range [][2]string{{"labels", s.Labels}, {"missing", s.Missing}} {
+		if kv[1] != "" {
+			fmt.Fprintf(&b, ",\n  %s: %s", q(kv[0]), q(kv[1]))
+		}
+	}
+	if s.Heldout != 0 {
+		fmt.Fprintf(&b, ",\n  \"heldout\": %s", strconv.FormatFloat(s.Heldout, 'g', -1, 64))
+	}
+	b.WriteString("\n}\n")
+	return []byte(b.String())
+}
+
+// WriteNamed writes the blocks of d, a raw data set (dataset.Options.Raw:
+// the bias is not a column, the schema's intercept is), as named files
+// client-<k>.csv in dir, and SchemaFile beside them. A file's header is
+// the id, the label (where o.Labels says so) and the block's features by
+// name; ids are "p" and the sample's number in d, alike in every file; a
+// categorical feature is written as its category. It returns the files in
+// block order and the schema's path.
+func WriteNamed(dir string, d *dataset.Dataset, blocks []Block, o NamedOptions) ([]NamedFile, string, error) {
+	fail := func(err error) ([]NamedFile, string, error) { return nil, "", fmt.Errorf("write named files: %w", err) }
+	if len(blocks) == 0 {
+		return fail(errors.New("no blocks"))
+	}
+	delim := o.Delimiter
+	switch delim {
+	case 0:
+		delim = ','
+	case ',', ';', '\t':
+	default:
+		return fail(fmt.Errorf("delimiter %q: want comma, semicolon or tab", delim))
+	}
+	labels := o.Labels
+	if labels == nil {
+		labels = make([]bool, len(blocks))
+		for k := range labels {
+			labels[k] = true
+		}
+	}
+	if len(labels) != len(blocks) {
+		return fail(fmt.Errorf("labels for %d files, %d blocks", len(labels), len(blocks)))
+	}
+	if err := disjointColumns(blocks); err != nil {
+		return fail(err)
+	}
+	s, err := NamedSchema(d, slices.Contains(labels, false))
+	if err != nil {
+		return fail(err)
+	}
+	row := make(map[string]int, d.N())
+	for i, id := range d.IDs {
+		row[id] = i
+	}
+	width := len(strconv.Itoa(d.N()))
+	names := FeatureNames(d)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(err)
+	}
+	files := make([]NamedFile, len(blocks))
+	for k := range blocks {
+		b := &blocks[k]
+		if b.NumFeatures != d.M() {
+			return fail(fmt.Errorf("client %d: a block of %d features in all, %s has %d", k, b.NumFeatures, d.Name, d.M()))
+		}
+		f := NamedFile{Path: clientPath(dir, k, len(blocks), FormatCSV), Rows: b.N(), HasLabels: labels[k]}
+		for _, j := range b.Features {
+			f.Features = append(f.Features, names[j])
+		}
+		if err := writeNamedFile(f, b, d, row, width, delim, o.Seed, k); err != nil {
+			return fail(fmt.Errorf("client %d: %s: %w", k, f.Path, err))
+		}
+		files[k] = f
+	}
+	path := filepath.Join(dir, SchemaFile)
+	if err := os.WriteFile(path, MarshalSchema(s), 0o644); err != nil {
+		return fail(err)
+	}
+	return files, path, nil
+}
+
+// writeNamedFile writes one block as f says, its rows shuffled by a
+// generator of its own (seed, block k).
+func writeNamedFile(f NamedFile, b *Block, d *dataset.Dataset, row map[string]int, width int, delim rune, seed int64, k int) (err error) {
+	out, err := os.Create(f.Path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	bw := bufio.NewWriterSize(out, 1<<16)
+	w := csv.NewWriter(bw)
+	w.Comma = delim
+	rec := []string{NamedID}
+	if f.HasLabels {
+		rec = append(rec, NamedLabel)
+	}
+	if err := w.Write(append(rec, f.Features...)); err != nil {
+		return err
+	}
+	order := make([]int, b.N())
+	for r := range order {
+		order[r] = r
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e616d65+uint64(k)))
+	rng.Shuffle(len(order), func(a, c int) { order[a], order[c] = order[c], order[a] })
+	var buf []float64
+	for _, r := range order {
+		i, ok := row[b.IDs[r]]
+		if !ok {
+			return fmt.Errorf("sample %q is not in %s", b.IDs[r], d.Name)
+		}
+		rec = append(rec[:0], fmt.Sprintf("p%0*d", width, i+1))
+		if f.HasLabels {
+			label := NamedNegative
+			if b.Y[r] > 0 {
+				label = NamedPositive
+			}
+			rec = append(rec, label)
+		}
+		var val []float64
+		val, buf = rowValues(b, r, buf)
+		for c, v := range val {
+			cell, err := namedCell(d, b.Features[c], v)
+			if err != nil {
+				return fmt.Errorf("sample %q, column %q: %w", b.IDs[r], f.Features[c], err)
+			}
+			rec = append(rec, cell)
+		}
+		if err := w.Write(rec); err != nil {
+			return err
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// namedCell writes value v of feature j: the number, exactly, or the
+// category it codes.
+func namedCell(d *dataset.Dataset, j int, v float64) (string, error) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "", fmt.Errorf("%v is not a finite number", v)
+	}
+	text := strconv.FormatFloat(v, 'g', -1, 64)
+	if cats, ok := d.Categories[j]; ok && !slices.Contains(cats, text) {
+		return "", fmt.Errorf("%s codes none of the categories %q", text, cats)
+	}
+	return text, nil
+}
+
+// disjointColumns refuses blocks of one sample group that share a
+// feature: a party's file is its columns in full, so the files of a group
+// must split them (grid on sparse data deals entries instead).
+func disjointColumns(blocks []Block) error {
+	for _, g := range Groups(blocks) {
+		owner := map[int]int{}
+		for _, k := range g {
+			for _, j := range blocks[k].Features {
+				if prev, dup := owner[j]; dup {
+					return fmt.Errorf("clients %d and %d hold the same samples and both feature %d: a file holds whole columns (load the data dense)", prev, k, j+1)
+				}
+				owner[j] = k
+			}
+		}
+	}
+	return nil
+}
