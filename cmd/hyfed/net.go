@@ -56,7 +56,6 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	configFlags(fs, &r.Config)
 	fs.IntVar(&r.BiasFeature, "bias-feature", 0, "a feature (0-based) every sample holds with the value --bias-value: the data's bias (the block step enters its part of the Grams exactly)")
 	fs.Float64Var(&r.BiasValue, "bias-value", 0, "the bias feature's value (0: the data has none)")
-	fs.BoolVar(&r.FindBias, "find-bias", protocol.Defaults().FindBias, "without --bias-feature: take the last feature as the bias when every block that holds it holds one non-zero value there in every row (as hyfed experiment finds it in the data)")
 	fs.IntVar(&r.Clients, "min-participants", 2, "registrations that start the federation")
 	fs.BoolVar(&r.ManualStart, "manual-start", false, "wait for the organizer's start (POST .../start) instead of --min-participants")
 	fs.DurationVar(&f.timeout, "round-timeout", time.Minute, "a phase that waits longer for replies goes on with whoever answered")

@@ -894,6 +894,9 @@ func (c *Coordinator) receive(k int, m Message) error {
 	if c.finished {
 		return &CodedError{Code: CodeFinished, Msg: ErrFinished.Error()}
 	}
+	if m.Kind == KindError {
+		return c.quit(k, m.Err)
+	}
 	if m.Kind == KindSwitchShares {
 		return c.switchIn(k, m)
 	}

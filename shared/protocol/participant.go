@@ -264,12 +264,12 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 	p.ready = false
 	if cfg.Schema == nil {
 		if p.raw != nil {
-			return nil, fmt.Errorf("participant: setup: a file read against a schema needs a federation created with that schema (hyfed create --schema)")
+			return nil, fmt.Errorf("participant: setup: %w: a file read against a schema needs a federation created with that schema (hyfed create --schema)", ErrData)
 		}
 		return p.setupData()
 	}
 	if p.raw == nil {
-		return nil, fmt.Errorf("participant: setup: this federation reads each participant's own file against its schema: join with a CSV file, not a block file")
+		return nil, fmt.Errorf("participant: setup: %w: this federation reads each participant's own file against its schema: join with a CSV file, not a block file", ErrData)
 	}
 	if nf := len(p.raw.Features); len(s.StatSlots) != nf || len(s.Magnitudes) != nf {
 		return nil, fmt.Errorf("participant: setup: %d statistics slots and %d magnitudes for %d features", len(s.StatSlots), len(s.Magnitudes), nf)

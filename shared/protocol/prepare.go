@@ -354,7 +354,7 @@ func (c *Coordinator) refuse(r *refusal) {
 		cs.hello, cs.connected, cs.ready = nil, false, false
 		cs.refused = r.err.Error()
 	}
-	c.notices = append(c.notices, r.err.Error())
+	c.note(r.err.Error())
 	c.started, c.aligned, c.phase = false, false, nil
 	c.prep, c.stats, c.norms = nil, nil, nil
 	if !c.holdStart && c.numConnected() >= c.cfg.Clients {
@@ -396,6 +396,41 @@ func (c *Coordinator) Scaling() []schema.Map {
 // Notices returns what the federation told its organizer: participants
 // refused and why.
 func (c *Coordinator) Notices() []string { return c.notices }
+
+// ErrData marks a participant's error that its data causes (a file that
+// does not fit the federation, a value too large to seal): reconnecting
+// does not help, so the participant says why and stops (Message of kind
+// KindError to the coordinator).
+var ErrData = errors.New("the participant's data cannot take part")
+
+// maxNotices bounds what a federation keeps of its notices.
+const maxNotices = 64
+
+// note keeps a notice for the organizer.
+func (c *Coordinator) note(text string) {
+	if len(text) > 400 {
+		text = text[:400] + "…"
+	}
+	if len(c.notices) < maxNotices {
+		c.notices = append(c.notices, text)
+	}
+}
+
+// quit takes a participant that says it cannot go on: named with its
+// reason for the organizer; before the first round it is refused (the
+// federation waits for others), later it counts as gone.
+func (c *Coordinator) quit(k int, why string) error {
+	note := fmt.Sprintf("%s stopped: %s", c.name(k), why)
+	if len(c.history) == 0 {
+		c.refuse(&refusal{[]int{k}, errors.New(note)})
+		return nil
+	}
+	c.note(note)
+	c.clients[k].refused = note
+	c.send(k, Message{Kind: KindError, Code: CodeStopped, Close: true, Err: "the federation goes on without you: " + why})
+	c.disconnect(k)
+	return nil
+}
 
 // SetNamer gives the names participants are shown under (the server's),
 // for the messages that name them.

@@ -686,7 +686,7 @@ func toFixed(v float64) (int64, error) {
 		return 0, fmt.Errorf("value %v is not finite", v)
 	}
 	if math.Abs(v) > MaxAbs {
-		return 0, fmt.Errorf("value %g is beyond the sealable range ±%g", v, float64(MaxAbs))
+		return 0, fmt.Errorf("value %g is %w ±%g", v, ErrRange, float64(MaxAbs))
 	}
 	return int64(math.Round(v * fixedOne)), nil
 }

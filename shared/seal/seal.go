@@ -54,6 +54,10 @@ type Scheme interface {
 // FracBits is the fixed-point resolution of sealed values.
 const FracBits = 28
 
+// ErrRange is a value no scheme can seal exactly: data too large, which
+// reconnecting does not change.
+var ErrRange = errors.New("beyond the sealable range")
+
 // MaxAbs bounds the magnitude of one sealed value; sums of four stay
 // within the schemes' exact range (2^17). Squared row norms are the largest
 // values sealed: scale features so that they stay below it.
@@ -184,7 +188,7 @@ func SealSlots(k Key, slots []int, vals []float64, span []int) (Vec, error) {
 			return nil, fmt.Errorf("seal: slot %d: value %v is not finite", s, v)
 		}
 		if math.Abs(v) > MaxAbs {
-			return nil, fmt.Errorf("seal: slot %d: value %g is beyond the sealable range ±%d", s, v, MaxAbs)
+			return nil, fmt.Errorf("seal: slot %d: value %g is %w ±%d", s, v, ErrRange, MaxAbs)
 		}
 		j := s>>shift - lo
 		if s&mask >= ends[j] {

@@ -273,6 +273,12 @@ func runOnce(ctx context.Context, l Link, p *protocol.Participant, scheme seal.S
 			}
 		}
 		replies, err := p.Handle(m)
+		if err != nil && (errors.Is(err, protocol.ErrData) || errors.Is(err, seal.ErrRange)) {
+			// The data cannot take part: reconnecting would fail alike.
+			// The organizer is told why.
+			send(protocol.Message{Kind: protocol.KindError, Err: err.Error()})
+			return true, fmt.Errorf("%w: %w", ErrFatal, err)
+		}
 		if err != nil {
 			// The participant's state no longer fits the federation's:
 			// start afresh through a reconnect and a refresh.
