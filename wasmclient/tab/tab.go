@@ -15,6 +15,7 @@ import (
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/schema"
+	"github.com/hyfed/hyfed/shared/seal"
 	"github.com/hyfed/hyfed/shared/session"
 	"github.com/hyfed/hyfed/shared/table"
 )
@@ -238,18 +239,25 @@ type Result struct {
 // organizer's link is the one to open.
 const CodeKeyMode = "key-mode"
 
-// phases name the coordinator's messages for people.
+// phases name the coordinator's messages for people (the page shows them
+// as the round's phase), in words, not the protocol's names.
 var phases = map[protocol.Kind]string{
-	protocol.KindSetup: "setting up", protocol.KindNorms: "setting up", protocol.KindRefresh: "refreshing dual values",
-	protocol.KindStep: "local dual step", protocol.KindDirection: "taking the group's step", protocol.KindWeights: "inner products",
-	protocol.KindGram: "sharing the picks' Gram", protocol.KindGramSum: "solving the group's step",
+	protocol.KindSetup: "setting up", protocol.KindNorms: "setting up", protocol.KindRefresh: "refreshing your samples' numbers",
+	protocol.KindStep: "a local step on your samples", protocol.KindDirection: "taking the group's step", protocol.KindWeights: "scoring your samples",
+	protocol.KindGram: "sharing products of the rows picked", protocol.KindGramSum: "solving the group's step",
 	protocol.KindTrial: "step size search", protocol.KindApply: "applying the step",
+	protocol.KindPrep: "preparing: labels and column scales",
 	// Threshold keys: every participant makes its party of the key; the
 	// committee members deal and take Shamir shares, and later switch the
 	// sums the coordinator hands the others to their own keys.
 	protocol.KindKeySetup: "setting up the threshold key", protocol.KindKeySetups: "setting up the threshold key",
 	protocol.KindKeyShares: "setting up the threshold key", protocol.KindSwitch: "switching a sum to its receiver's key (key committee)",
 }
+
+// CodeData is the error code of data that cannot take part (a file that
+// does not fit the federation, a value too large to seal): the page says
+// so, since joining again with the same file fails alike.
+const CodeData = "data"
 
 // Resume is what a reloaded page kept of its earlier run: the seat's
 // session token (state event) and the threshold key state (keys event).
@@ -321,6 +329,9 @@ func Run(ctx context.Context, href string, r Resume, b *partition.Block, dial se
 		}
 		if errors.Is(err, session.ErrKeyMode) {
 			code = CodeKeyMode
+		}
+		if errors.Is(err, protocol.ErrData) || errors.Is(err, seal.ErrRange) {
+			code = CodeData
 		}
 		emit(Event{Type: "error", Code: code, Message: err.Error()})
 		return err

@@ -460,13 +460,19 @@
         line.textContent = 'No model yet: training has not started. The downloads open with the first round.';
         return;
       }
-      const acc = m.heldout_accuracy != null ? ', held-out accuracy ' + num(100 * m.heldout_accuracy, 4) + ' %' : '';
+      const accText = accuracyText(s, m.round, m.heldout_accuracy);
+      const acc = accText ? ', ' + accText : '';
       const which = m.best ? 'round ' + m.round + ', the best so far (lowest objective)' + acc
         : 'round ' + m.round + ' (the current one: no round has measured its objective yet)';
       const T = s.config ? s.config.rounds : 0;
+      // A run that learned nothing, or went wrong on the way, is not a success.
+      const troubled = m.round === 0 || !!(s.warnings && s.warnings.length);
+      box.dataset.troubled = troubled ? '1' : '';
       if (s.state === 'finished') {
-        line.textContent = 'Training finished (' + s.round + ' rounds). The model is round ' + m.round +
-          (m.best ? ', the best one (lowest objective' + (m.round !== s.round ? '; the last round was worse' : '') + ')' : '') + acc + '.';
+        line.textContent = (troubled ? 'Training ended (' + s.round + ' rounds) with warnings (at the top of the page). '
+          : 'Training finished (' + s.round + ' rounds). ') +
+          (m.round === 0 ? 'The model is round 0, its starting point (every weight 0): it has learned nothing.'
+            : 'The model is round ' + m.round + (m.best ? ', the best one (lowest objective' + (m.round !== s.round ? '; the last round was worse' : '') + ')' : '') + acc + '.');
       } else if (s.state === 'stopped' || s.state === 'broken') {
         line.textContent = 'Training ended early (' + s.state + ', round ' + s.round + '). The model is ' + which + '.';
       } else if (s.state === 'paused' || s.state === 'pausing') {
@@ -508,6 +514,100 @@
       });
     }
     return {show, refresh};
+  }
+
+  // ---- a federation's schema, its notes and its accuracy -------------------
+  // schemaColumns names the model's weights in a federation with a schema,
+  // as shared/schema's Columns does: a categorical feature one weight per
+  // category ("smoker=current"), the intercept last.
+  function schemaColumns(s) {
+    const out = [];
+    for (const f of (s && s.features) || []) {
+      if (f.categories && f.categories.length) for (const c of f.categories) out.push(f.name + '=' + c);
+      else out.push(f.name);
+    }
+    if (s && s.intercept !== false) out.push('(intercept)');
+    return out;
+  }
+
+  const quoted = (xs) => (xs || []).map((x) => '"' + x + '"').join(', ');
+
+  // schemaFacts says what a schema asks of a participant's file, as
+  // [term, text] pairs for a definition list, and a one-line summary.
+  function schemaFacts(s) {
+    const feats = (s.features || []).map((f) => f.categories && f.categories.length ? f.name + ' (one of ' + f.categories.join(', ') + ')' : f.name);
+    const label = s.label || {};
+    const neg = label.negative && label.negative.length ? quoted(label.negative) + ' = negative' : 'any other value = negative';
+    const shared = s.labels === 'shared-with-co-holders';
+    const pairs = [
+      ['features', feats.length + ': ' + feats.join(', ')],
+      ['record id', 'column "' + s.id + '": the same id in two files is the same sample'],
+      ['label', 'column "' + label.column + '": ' + quoted(label.positive) + ' = positive; ' + neg],
+      ['labels', shared
+        ? 'shared with co-holders: a sample needs its label in one file; the others who hold that sample learn it (sent encrypted)'
+        : 'in every file that holds the sample; no label moves between participants'],
+      ['intercept', s.intercept === false ? 'no' : 'yes (a constant feature the federation adds itself)'],
+      ['missing cells', s.missing === 'mean' ? 'filled with the federation\'s mean of the feature' : 'not accepted: a file with an empty feature cell is refused'],
+      ['held out', s.heldout > 0 ? +(100 * s.heldout).toPrecision(3) + ' % of the samples, to measure accuracy on samples training did not see'
+        : 'none: accuracy is measured on the training samples'],
+    ];
+    const line = feats.length + ' feature' + (feats.length === 1 ? '' : 's') + ', label column "' + label.column + '", id column "' + s.id + '"';
+    return {pairs, line};
+  }
+
+  // fillKV fills a definition list with [term, text] pairs.
+  function fillKV(dl, pairs) {
+    dl.textContent = '';
+    for (const [k, v] of pairs) { dl.appendChild(el('dt', k)); dl.appendChild(el('dd', v)); }
+  }
+
+  // leftOutText says why samples were left out, as the label policy has it.
+  function leftOutText(s) {
+    const n = s.left_out, one = n === 1;
+    const policy = s.config && s.config.schema ? s.config.schema.labels || 'every-holder' : '';
+    if (policy === 'shared-with-co-holders') return n + (one ? ' sample has' : ' samples have') + ' no label at any holder and ' + (one ? 'is' : 'are') + ' left out.';
+    if (policy) return n + (one ? ' sample misses its' : ' samples miss their') + ' label at one of ' + (one ? 'its' : 'their') + ' holders and ' + (one ? 'is' : 'are') + ' left out.';
+    return n + (one ? ' sample has' : ' samples have') + ' no label and ' + (one ? 'is' : 'are') + ' left out.';
+  }
+
+  // fedNotes shows in box what a "finished" alone would hide: the
+  // status's warnings (rounds without every participant, training that
+  // stopped moving, a model of round 0), its notices (participants it
+  // refused, and why) and the samples left out for want of a label.
+  function fedNotes(box, s) {
+    box.textContent = '';
+    const add = (cls, title, lines) => {
+      if (!lines || !lines.length) return;
+      const d = el('div', null, {class: cls});
+      d.appendChild(el('b', title));
+      const ul = d.appendChild(el('ul'));
+      for (const l of lines) ul.appendChild(el('li', l));
+      box.appendChild(d);
+    };
+    add('alert fed-warnings', 'Warning: training did not go as it should', s.warnings);
+    add('note fed-notices', 'The federation refused a participant', s.notices);
+    if (s.left_out) add('note fed-left-out', 'Left out', [leftOutText(s)]);
+    box.hidden = !box.childNodes.length;
+  }
+
+  // noHeldout: the federation holds no sample out, so it has no held-out
+  // accuracy. Before its participants are aligned the count is not known
+  // yet: a schema says what it will be, other federations hold some out.
+  function noHeldout(s) {
+    if (!s) return false;
+    if (s.state === 'waiting') return !!(s.config && s.config.schema) && !(s.config.schema.heldout > 0);
+    return s.heldout_samples === 0;
+  }
+
+  // accuracyText names the accuracy of a round's model as the status can:
+  // held out, or, where the federation holds no sample out
+  // (heldout_samples 0), on the training samples; '' when it has none.
+  function accuracyText(s, round, held) {
+    if (noHeldout(s)) {
+      const h = ((s && s.history) || []).find((r) => r.round === round);
+      return h && h.train_accuracy != null ? 'training accuracy ' + num(100 * h.train_accuracy, 4) + ' % (no samples are held out)' : '';
+    }
+    return held != null ? 'held-out accuracy ' + num(100 * held, 4) + ' %' : '';
   }
 
   // logTicks: tick values for a log axis from min to max (both > 0) drawn
@@ -556,5 +656,6 @@
     $, el, num, bytes, isImage, drawWeights, drawPixels,
     fragment, request, getJSON, postJSON, deleteJSON, refusal, events,
     filenameOf, download, modelDownloads, logTicks, tickLabel,
+    schemaColumns, schemaFacts, fillKV, fedNotes, leftOutText, noHeldout, accuracyText,
   };
 })(typeof window !== 'undefined' ? window : globalThis);

@@ -1,11 +1,13 @@
-// join.html: load a block file into the WebAssembly participant (worker.js),
-// join the federation of the link, follow its training. A file, not an inline
+// join.html: load the user's file into the WebAssembly participant
+// (worker.js): a block file, or in a federation with a schema the user's own
+// CSV file, whose mapping the page shows before anything is sent; join the
+// federation of the link, follow its training. A file, not an inline
 // script, so that the page runs under the server's Content-Security-Policy.
 'use strict';
 const H = window.hyfed, $ = H.$;
 const fedID = decodeURIComponent(location.pathname.split('/').pop());
 const api = '/api/federations/' + encodeURIComponent(fedID);
-const state = { summary: null, running: false, done: false, rounds: 0 };
+const state = { summary: null, running: false, done: false, rounds: 0, status: null, schema: null, file: null };
 const sessionKey = 'hyfed-session-' + fedID;
 // The same token, kept after training ends (sessionKey is dropped then, so
 // that a reload does not try to return to a finished federation): the
@@ -46,24 +48,30 @@ const errors = {
   'unknown-federation': ['No such federation', 'This server has no federation with this id.'],
   'started': ['No seat for you', 'The federation is full or started training without new participants.'],
   'unknown-session': ['Seat not found', "The server does not know this tab's earlier seat. Reload the page to join afresh."],
-  'schema': ['Your data does not fit', "Your block's features do not match the federation's."],
+  'schema': ['Your data does not fit', 'The federation did not accept your file, for the reason below. Fix the file, reload the page and join again.'],
   'stopped': ['Federation stopped', 'The organizer stopped the federation, or it failed.'],
   'abuse': ['Disconnected', 'The server refused too many messages from this tab.'],
   'busy': ['Server busy', 'The server is at one of its limits (too many participants registering at once, say). Press "Join training" again in a moment.'],
   'finished': ['Training is over', 'This federation has finished training.'],
   'replaced': ['Seat taken over', 'The same participant connected again from another tab or window, so this one stopped.'],
   'bad-file': ['Cannot read the file', ''],
+  'data': ['Your data cannot take part', 'The reason is below. Fix the file, reload the page and join again.'],
   'bad-link': ['Broken link', ''],
   'key-mode': ['Wrong kind of link', 'This link\'s encryption does not match the federation\'s: a federation with threshold keys gives links whose secret starts with threshold:. Ask the organizer for the join link again and open it whole.'],
   'worker': ['The participant could not run', 'This browser may not support WebAssembly workers.'],
 };
+// showError says what went wrong once: the page's words for the code, then
+// the message as it came (a file's error names its line and column and
+// needs no words around it).
 function showError(code, message) {
   const [title, text] = errors[code] || ['Error', ''];
   $('error-title').textContent = title;
-  $('error-text').textContent = (text ? text + ' ' : '') + '(' + message + ')';
+  $('error-text').textContent = text || message;
+  $('error-detail').textContent = text ? message : '';
   $('error').style.display = 'block';
   $('error').dataset.code = code || 'error';
 }
+function hideError() { $('error').style.display = 'none'; $('error').dataset.code = ''; }
 function notice(text) { $('notice').textContent = text; $('notice').style.display = text ? 'block' : 'none'; }
 
 // Check the link's shape before anything.
@@ -89,7 +97,8 @@ const downloads = H.modelDownloads(api, () => {
   return [session, link.invite];
 });
 
-H.getJSON(api, link.invite).then(s => {
+// The status first: a file is read against its schema, so loading waits for it.
+const statusRead = H.getJSON(api, link.invite).then(s => {
   downloads.show(s);
   state.rounds = s.config.rounds;
   if ((s.config.keys === 'threshold') !== link.secret.startsWith('threshold:')) {
@@ -101,7 +110,7 @@ H.getJSON(api, link.invite).then(s => {
   }
   $('insecure-banner').hidden = !s.insecure;
   if (s.insecure) {
-    $('sealed-item').textContent = 'NOT encrypted in this federation (an insecure demonstration): your dual values and their updates, inner products and squared norms travel in plaintext, and the server can read them.';
+    $('sealed-item').textContent = 'NOT encrypted in this federation (an insecure demonstration): the numbers this tab sends about each of your samples (how strongly it pulls on the model, its score, the size of its row) travel in plaintext, and the server can read them.';
     $('sealed-item').style.color = '#b00000';
   }
   state.pstar = s.config.pstar || 0;
@@ -109,19 +118,68 @@ H.getJSON(api, link.invite).then(s => {
   if (state.pstar) $('gap-label').textContent = 'relative loss';
   else if (state.algo !== 'hyfdca') $('gap-label').textContent = 'objective P(w)';
   $('rounds').textContent = s.config.rounds;
+  showSchema(s.config.schema || null);
   showFed(s);
   if (s.demo) loadDemoList();
 }).catch(e => { $('fed').textContent = ''; errorOfCall(e); });
+
+// showSchema shows what a federation with a schema expects of the file
+// (compactly: a line, opened on demand), and the delimiter choice its CSV
+// files may need.
+function showSchema(sch) {
+  state.schema = sch;
+  $('schema-box').hidden = !sch;
+  $('delimiter-row').hidden = !sch;
+  if (!sch) return;
+  const f = H.schemaFacts(sch);
+  $('schema-line').textContent = f.line;
+  H.fillKV($('schema-kv'), f.pairs);
+  $('file-kind').textContent = 'Your own CSV file (a spreadsheet export: a header row, then one row per record, separated by commas, semicolons or tabs), with the columns the federation expects.';
+  if (sch.labels === 'shared-with-co-holders') { $('labels-never').hidden = true; $('labels-shared').hidden = false; }
+}
 
 // showFed writes the header line: the federation's state and how many have
 // registered, kept live from the event stream (the status when it opens,
 // a re-read on every participant or state event).
 function showFed(s) {
+  state.status = s;
   let t = (s.name || s.id) + ': ' + s.state;
   if (s.state === 'waiting') t += ', ' + s.participants.length + ' of ' + s.config.min_participants + ' participants registered';
   else t += ', ' + s.participants.length + ' participants';
   if (s.config.num_features) t += ', ' + s.config.num_features + ' features';
   $('fed').textContent = t;
+  H.fedNotes($('fed-notes'), s);
+  showAccuracy(s);
+  if (state.done) showDone();
+}
+// showAccuracy names what the page shows: the model's accuracy (the
+// federation's model, its round) apart from the last round's, held out or,
+// where nothing is held out, on the training samples.
+function showAccuracy(s) {
+  const trainOnly = H.noHeldout(s);
+  $('acc-label').textContent = trainOnly ? 'training accuracy, last round' : 'held-out accuracy, last round';
+  const last = s.history && s.history.length ? s.history[s.history.length - 1] : null;
+  if (last) showRoundAccuracy(last);
+  const m = s.model;
+  if (!m) { $('model-line').textContent = 'none yet'; return; }
+  const acc = H.accuracyText(s, m.round, m.heldout_accuracy);
+  const over = ['finished', 'stopped', 'broken'].includes(s.state);
+  $('model-line').textContent = 'round ' + m.round + (m.best ? (over ? ' (the lowest objective)' : ' (the lowest objective so far)') : '') + (acc ? ', ' + acc : '');
+}
+function showRoundAccuracy(m) {
+  const s = state.status;
+  const v = H.noHeldout(s) ? m.train_accuracy : m.heldout_accuracy;
+  if (v !== null && v !== undefined) $('acc').textContent = (100 * v).toFixed(2) + ' %';
+}
+// showDone says how the run ended: "finished" only when it learned
+// something and nothing went wrong on the way.
+function showDone() {
+  const s = state.status, r = state.result;
+  if (!r) return;
+  const troubled = s && s.state === 'finished' && ((s.model && s.model.round === 0) || (s.warnings && s.warnings.length));
+  $('status').textContent = (troubled ? 'ended with warnings (at the top of the page): ' : 'finished: ') + r.rounds + ' rounds' +
+    (r.reconnects ? ', ' + r.reconnects + ' reconnects' : '');
+  document.body.dataset.troubled = troubled ? '1' : '';
 }
 let fedTimer = null;
 function refreshFed() {
@@ -145,6 +203,13 @@ function loadDemoList() {
     $('demo').hidden = false;
   }).catch(errorOfCall);
 }
+function loadDemo() {
+  const k = $('demo-block').value;
+  if (k === '') return;
+  H.request(api + '/demo-blocks/' + encodeURIComponent(k), link.invite).then(r => r.arrayBuffer())
+    .then(b => loadBytes('demo block ' + k, b))
+    .catch(e => (e.status === 401 || e.status === 403) ? errorOfCall(e) : showError('bad-file', e.message));
+}
 
 // The worker runs the participant.
 const worker = new Worker('/static/worker.js');
@@ -160,24 +225,50 @@ worker.onmessage = (e) => {
     case 'error':
       if (ev.code === 'unknown-session') { try { forgetKeyState(); sessionStorage.removeItem(sessionKey); sessionStorage.removeItem(ownKey); } catch (e) {} }
       showError(ev.code, ev.message);
+      if (ev.code === 'bad-file') forgetFile();
       if (state.running) { state.running = false; $('status').textContent = 'stopped: ' + (errors[ev.code] || ['error'])[0]; }
       $('join').disabled = !state.summary || state.running;
       break;
     case 'done':
-      state.running = false; state.done = true;
-      $('status').textContent = 'finished: ' + ev.result.rounds + ' rounds' + (ev.result.reconnects ? ', ' + ev.result.reconnects + ' reconnects' : '');
+      state.running = false; state.done = true; state.result = ev.result;
+      showDone();
+      refreshFed(); // its warnings decide whether "finished" is the word
       // A finished federation switches no more sums: the share is of no use.
       try { forgetKeyState(); sessionStorage.removeItem(sessionKey); } catch (e) {}
       $('progress').value = 1; $('phase').textContent = 'done'; document.body.dataset.done = '1'; notice('');
+      $('join-hint').textContent = 'Training is over: the model is below.';
       downloads.refresh();
       break;
   }
 };
 worker.onerror = (e) => showError('worker', e.message || 'worker error');
 
+// loadBytes hands the file to the participant (the bytes move to the
+// worker); a copy stays here so that another delimiter can read it again.
 function loadBytes(name, buf) {
-  $('error').style.display = 'none';
-  worker.postMessage({cmd: 'load', name: name, bytes: buf}, [buf]);
+  if (state.running) { notice('This tab is training with the file it read; to use another one, reload the page.'); return; }
+  hideError();
+  state.file = {name: name, bytes: buf.slice(0)};
+  $('join-hint').textContent = 'reading ' + name + '…';
+  statusRead.then(() => worker.postMessage({cmd: 'load', name: name, bytes: buf, schema: state.schema ? JSON.stringify(state.schema) : '',
+    delimiter: $('delimiter').value}, [buf]));
+}
+// forgetFile: a file that did not load leaves nothing to join with.
+function forgetFile() {
+  state.summary = null;
+  $('summary').hidden = true;
+  $('join').disabled = true;
+  $('join-hint').textContent = 'Fix the file (the error above says where) and pick it again.';
+  steps('pick');
+}
+$('delimiter').addEventListener('change', () => {
+  if (state.file && !state.running) loadBytes(state.file.name, state.file.bytes.slice(0));
+});
+// steps marks where the user is: pick, check, join, joined.
+function steps(now) {
+  const order = ['pick', 'check', 'join'];
+  const at = now === 'joined' ? order.length : order.indexOf(now);
+  order.forEach((k, i) => { $('step-' + k).className = i < at ? 'done' : i === at ? 'now' : ''; });
 }
 $('file').addEventListener('change', () => {
   const f = $('file').files[0];
@@ -195,30 +286,85 @@ drop.addEventListener('drop', (e) => {
   const f = e.dataTransfer.files[0];
   if (f) f.arrayBuffer().then(b => loadBytes(f.name, b));
 });
-$('demo-load').addEventListener('click', () => {
-  const k = $('demo-block').value;
-  H.request(api + '/demo-blocks/' + encodeURIComponent(k), link.invite).then(r => r.arrayBuffer())
-    .then(b => loadBytes('demo block ' + k, b))
-    .catch(e => (e.status === 401 || e.status === 403) ? errorOfCall(e) : showError('bad-file', e.message));
-});
+$('demo-load').addEventListener('click', loadDemo);
+$('demo-block').addEventListener('change', loadDemo);
 
 function showSummary(s) {
   state.summary = s;
   const kv = $('summary-kv'); kv.textContent = '';
-  const add = (k, v) => { const dt = document.createElement('dt'); dt.textContent = k; const dd = document.createElement('dd'); dd.textContent = v; kv.append(dt, dd); };
-  add('file', s.file + ' (' + H.bytes(s.bytes) + ')');
-  add('samples', s.samples + ' (' + s.train + ' training: ' + s.positive + ' positive, ' + s.negative + ' negative; ' + s.heldout + ' held out)');
-  add('features', s.features + ' of ' + s.num_features + ' (' + (s.columns.length > 40 ? s.columns.slice(0, 40) + '…' : s.columns) + ')');
-  add('non-zeros', s.non_zeros);
+  const add = (k, v) => { kv.appendChild(H.el('dt', k)); kv.appendChild(H.el('dd', v)); };
+  const m = s.mapping;
+  $('summary-file').textContent = s.file;
+  add('file', s.file + ' (' + H.bytes(s.bytes) + (m ? ', ' + m.delimiter + '-separated' : '') + ')');
+  const trainWords = s.heldout ? s.train + ' for training, ' + s.heldout + ' held out to measure accuracy' : s.train + ' for training';
+  const labelled = s.positive + ' positive, ' + s.negative + ' negative' + (s.unlabelled ? ', ' + s.unlabelled + ' without a label' : '');
+  add('samples', s.samples + ' (' + trainWords + '; of those for training ' + labelled + ')');
+  if (m) showMapping(m);
+  else {
+    $('mapping').hidden = true;
+    add('features', s.features + ' of ' + s.num_features + ' (' + (s.columns.length > 40 ? s.columns.slice(0, 40) + '…' : s.columns) + ')');
+    add('non-zeros', s.non_zeros);
+  }
   const rows = $('rows'); rows.textContent = '';
   if (s.image) {
     for (const r of s.preview.slice(0, 8)) rows.appendChild(drawRow(r));
-    const cap = document.createElement('p'); cap.innerHTML = '<small>A few of your rows, drawn here from your file. They never leave this tab.</small>'; rows.appendChild(cap);
+    rows.appendChild(H.el('p', 'A few of your rows, drawn here from your file. They never leave this tab.', {class: 'muted'}));
   }
   $('summary').hidden = false;
   $('join').disabled = state.running;
+  $('join-hint').textContent = state.running ? '' : 'Nothing is sent until you press Join training.';
+  steps(state.running ? 'joined' : 'join');
   $('privacy-link').hidden = false;
   try { sessionStorage.setItem('hyfed-preview', JSON.stringify({fed: fedID, rows: s.preview, num_features: s.num_features})); } catch (e) {}
+}
+
+// showMapping says, before anything is sent, how the file was read: which
+// of its columns feed which of the federation's features, which are
+// ignored, what the label values mean, which features the file does not
+// hold, the rows and labelled rows, the cells the federation will fill.
+function showMapping(m) {
+  const box = $('mapping'); box.textContent = '';
+  const sch = state.schema || {};
+  const p = (text, attrs) => box.appendChild(H.el('p', text, attrs));
+  p(m.rows + ' rows, ' + (m.label_column ? m.labelled + ' with a label' : 'no label column'), {id: 'map-rows'});
+  const t = H.el('table', null, {id: 'map-columns'});
+  const hr = t.appendChild(H.el('thead')).appendChild(H.el('tr'));
+  hr.appendChild(H.el('th', 'your column', {scope: 'col'})); hr.appendChild(H.el('th', 'used as', {scope: 'col'}));
+  const tb = t.appendChild(H.el('tbody'));
+  const feats = new Map((sch.features || []).map((f) => [f.name, f]));
+  m.columns.forEach((c, i) => {
+    const tr = tb.appendChild(H.el('tr', null, {'data-use': c.use.split(' ')[0]}));
+    tr.appendChild(H.el('td', c.column === '' ? '(column ' + (i + 1) + ', no name)' : c.column));
+    let use = c.use;
+    if (c.use === 'id') use = 'record id (only a keyed pseudonym of it leaves this tab)';
+    else if (c.use === 'label') use = 'label: ' + labelWords(m);
+    else if (c.use === 'ignored') use = 'ignored: the federation does not use this column';
+    else if (c.use.startsWith('feature ')) {
+      const f = feats.get(c.use.slice(8));
+      use = 'feature ' + c.use.slice(8) + (f && f.categories && f.categories.length ? ' (one of ' + f.categories.join(', ') + ')' : '');
+    }
+    tr.appendChild(H.el('td', use));
+  });
+  const wrap = box.appendChild(H.el('div', null, {class: 'scroll'}));
+  wrap.appendChild(t);
+  p(m.not_held && m.not_held.length ? 'Features you do not hold: ' + m.not_held.join(', ') + '. Other participants may hold them; where nobody does, the sample counts them at the average.'
+    : 'You hold every feature of the federation.', {id: 'map-not-held'});
+  if (m.filled) p(m.filled + ' missing cell' + (m.filled === 1 ? '' : 's') + ' will be filled with the federation\'s average of the feature.', {id: 'map-filled'});
+  if (sch.labels === 'shared-with-co-holders') {
+    p(m.label_column
+      ? 'This federation shares labels with co-holders: the participants who hold other columns of your samples (the same record ids) will learn their labels from your file.'
+      : 'Your file has no label column: you take part without labels. The participants who hold labels of your samples send them to this tab, encrypted, so you will learn those labels.',
+    {id: 'map-labels', class: 'note'});
+  } else if (m.label_column && m.labelled < m.rows) {
+    p('Rows without a label are left out of training here: in this federation every holder of a sample needs its label.', {id: 'map-labels', class: 'note'});
+  }
+  box.hidden = false;
+}
+// labelWords lists the label values found and what each means.
+function labelWords(m) {
+  const parts = (m.label_values || []).map((v) => '"' + v.text + '" = ' + (v.class > 0 ? 'positive' : 'negative') + ' (' + v.count + ' row' + (v.count === 1 ? '' : 's') + ')');
+  if (m.rows > m.labelled) parts.push('blank (' + (m.rows - m.labelled) + ' row' + (m.rows - m.labelled === 1 ? '' : 's') + ')');
+  return parts.join(', ');
 }
 function drawRow(r) {
   const c = document.createElement('canvas');
@@ -239,7 +385,13 @@ $('dash-nav').href = '/federations/' + encodeURIComponent(fedID) + (link.invite 
 
 $('join').addEventListener('click', () => {
   if (!state.summary || state.running) return;
-  state.running = true; $('join').disabled = true; $('error').style.display = 'none';
+  state.running = true; $('join').disabled = true; hideError();
+  document.body.dataset.joined = '1';
+  $('summary-details').open = false; // what was read stays a click away; the progress comes up
+  $('join-hint').textContent = 'Joined: training progress is below.';
+  steps('joined');
+  // On a phone the progress now sits right below (the stylesheet); bring it into view.
+  $('progress-card').scrollIntoView({block: 'nearest'});
   // A reloaded page returns to its seat with the session token it kept.
   let session = '', keyState = '';
   try {
@@ -282,13 +434,33 @@ function onProgress(ev) {
   $('phase').textContent = ev.phase + (ev.active === false ? ' (inactive this round)' : '');
   if (state.rounds) $('progress').value = Math.min(1, round / state.rounds);
 }
+// kindWords names the protocol's messages for people; the protocol's own
+// name stays in the row's tooltip and data-kind.
+const kindWords = {
+  'hello': 'joining: the shape of your data and pseudonyms of your record ids',
+  'prep-part': 'preparing: your labels (encrypted) and column statistics',
+  'norms-part': 'the size of each of your rows',
+  'primal': 'your share of the model',
+  'metrics': 'loss and correct predictions, totals',
+  'ip-part': 'your samples\' scores under the model',
+  'gram-part': 'products of the rows picked this round (for the step)',
+  'solved': 'the step solved for your samples',
+  'dir-part': 'your part of the round\'s step',
+  'delta': 'changes of your samples\' numbers',
+  'applied': 'the step applied to your samples',
+  'local-part': 'your local model (a baseline algorithm)',
+  'key-share': 'setting up the key', 'key-dealt': 'setting up the key', 'key-ready': 'setting up the key',
+  'switch-shares': 'turning sums to their receivers\' keys',
+};
 function showSent(s) {
   $('sent-total').textContent = s.frames + ' messages, ' + H.bytes(s.bytes) + ': ' + H.bytes(s.sealed_bytes) + ' encrypted, ' +
     H.bytes(s.plain_bytes) + ' plaintext (' + s.plain_numbers + ' numbers)';
   const tb = $('sent'); tb.textContent = '';
-  for (const k of Object.keys(s.by_kind).sort()) {
-    const v = s.by_kind[k]; const tr = document.createElement('tr');
-    for (const x of [k, v.frames, H.bytes(v.sealed_bytes), H.bytes(v.plain_bytes), v.plain_numbers]) { const td = document.createElement('td'); td.textContent = x; tr.appendChild(td); }
+  const order = Object.keys(kindWords);
+  const rank = (k) => order.includes(k) ? order.indexOf(k) : order.length;
+  for (const k of Object.keys(s.by_kind).sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : 1))) {
+    const v = s.by_kind[k]; const tr = H.el('tr', null, {'data-kind': k, title: 'the protocol calls it "' + k + '"'});
+    for (const x of [kindWords[k] || k, v.frames, H.bytes(v.sealed_bytes), H.bytes(v.plain_bytes), v.plain_numbers]) tr.appendChild(H.el('td', x));
     tb.appendChild(tr);
   }
 }
@@ -305,7 +477,7 @@ H.events(api + '/events', link.invite, (type, data) => {
     if (state.pstar && m.primal !== null) $('gap').textContent = ((m.primal - state.pstar) / state.pstar).toExponential(2);
     else if (m.gap !== null && m.dual) $('gap').textContent = (m.gap / Math.abs(m.dual)).toExponential(2);
     else if (m.primal != null && state.algo && state.algo !== 'hyfdca') $('gap').textContent = m.primal.toPrecision(6);
-    if (m.heldout_accuracy !== null) $('acc').textContent = (100 * m.heldout_accuracy).toFixed(2) + ' %';
+    showRoundAccuracy(m);
   }
 }, (state, d) => {
   const live = $('live');
