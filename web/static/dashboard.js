@@ -16,6 +16,21 @@ $('privacy-link').href = $('privacy-nav').href = '/federations/' + encodeURIComp
 $('join-id').textContent = id;
 $('access').textContent = admin ? 'organizer link' : token ? 'read-only link' : 'no token in the link';
 $('admin-box').hidden = !admin;
+// The viewer link to share: the create page's admin link carries the
+// viewer token too (#admin=…&viewer=…); the server keeps only hashes of
+// tokens, so without it the page says where the link is.
+if (admin) {
+  const viewerURL = frag.viewer ? location.origin + '/federations/' + encodeURIComponent(id) + '#viewer=' + encodeURIComponent(frag.viewer) : '';
+  $('viewer-box').hidden = !viewerURL;
+  $('viewer-where').hidden = !!viewerURL;
+  $('viewer-url').value = viewerURL;
+  $('viewer-copy').addEventListener('click', async () => {
+    let ok = false;
+    try { if (navigator.clipboard && window.isSecureContext) { await navigator.clipboard.writeText(viewerURL); ok = true; } } catch (e) { ok = false; }
+    if (!ok) { $('viewer-url').focus(); $('viewer-url').select(); try { ok = document.execCommand('copy'); } catch (e) { ok = false; } }
+    $('viewer-copied').textContent = ok ? 'Copied.' : 'Select the link and copy it by hand.';
+  });
+}
 
 // showError puts a failed call on the page: a refused token says which link
 // is needed, a missing federation says so.
@@ -42,7 +57,9 @@ function showParts(list) {
   for (const p of list) {
     const tr = document.createElement('tr');
     tr.appendChild(H.el('td', p.name));
-    const st = H.el('td'); st.appendChild(H.el('span', p.state, {class: 'state ' + p.state})); tr.appendChild(st);
+    const st = H.el('td'); st.appendChild(H.el('span', p.state, {class: 'state ' + p.state}));
+    if (p.reason) st.appendChild(H.el('div', p.reason, {class: 'muted reason'}));
+    tr.appendChild(st);
     tr.appendChild(H.el('td', p.samples));
     tr.appendChild(H.el('td', p.features));
     tr.appendChild(H.el('td', p.active ? 'yes' : ''));
@@ -80,6 +97,8 @@ function applyStatus(s) {
   if (s.config.pstar) $('h-loss').textContent = 'Relative loss: how far the objective is above its optimum, as a share of the optimum, log scale (the optimum ' + H.num(s.config.pstar, 8) + ' was given by the organizer; (P−P*)/P*)';
   else if (primalOnly()) $('h-loss').textContent = 'Objective, log scale (' + s.config.algo + ' has no dual, so no gap; an organizer who gives the optimum gets the relative loss)';
   if (s.config.num_features) numFeatures = s.config.num_features;
+  $('schema-box').hidden = !s.config.schema;
+  if (s.config.schema) H.fillKV($('schema-kv'), H.schemaFacts(s.config.schema).pairs);
 }
 
 // showPeople shows what participant and state events change.
@@ -93,14 +112,28 @@ function showPeople(s) {
   $('fill-box').hidden = !(s.demo && admin); // filling seats is the organizer's
   $('error').hidden = !s.error;
   $('error').textContent = s.error ? 'Error: ' + s.error : '';
+  H.fedNotes($('fed-notes'), s);
+  showHeldout(s);
 }
+
+// showHeldout: a federation that holds no sample out has no held-out
+// accuracy, so the page shows none (its accuracy is the training samples').
+let heldKnown = null;
+function showHeldout(s) {
+  const held = !H.noHeldout(s);
+  $('held-col').hidden = !held;
+  $('h-acc').textContent = held ? 'Accuracy: training and held-out samples' : 'Accuracy on the training samples (this federation holds no samples out)';
+  if (heldKnown !== null && heldKnown !== held && charts.acc) { charts.acc.destroy(); delete charts.acc; scheduleDraw(); }
+  heldKnown = held;
+}
+function hasHeldout() { return !H.noHeldout(status); }
 
 let statusTimer = null;
 function reloadStatus() {
   if (statusTimer) return;
   statusTimer = setTimeout(() => {
     statusTimer = null;
-    H.getJSON(api, token).then((s) => { status = s; showPeople(s); }).catch(() => {});
+    H.getJSON(api, token).then((s) => { status = s; showPeople(s); downloads.show(s); }).catch(() => {});
   }, 150);
 }
 
@@ -166,13 +199,7 @@ function buildCharts(d) {
         return labels;
       }}],
   }, [d.x, d.gap]);
-  makeChart('acc', $('chart-acc'), {
-    scales: {x: {time: false}},
-    series: [{label: 'round'},
-      {label: 'held-out', stroke: '#1f77b4', width: 1.5, spanGaps: true, value: (u, v) => v == null ? '–' : (100 * v).toFixed(2) + '%'},
-      {label: 'training', stroke: '#ff7f0e', width: 1.5, spanGaps: true, value: (u, v) => v == null ? '–' : (100 * v).toFixed(2) + '%'}],
-    axes: [{label: 'round'}, {values: (u, vals) => vals.map((v) => +(100 * v).toFixed(1) + '%'), size: 62}],
-  }, [d.x, d.held, d.train]);
+  buildAccChart(d);
   buildPhaseChart(d);
   makeChart('bytes', $('chart-bytes'), {
     scales: {x: {time: false}},
@@ -182,6 +209,20 @@ function buildCharts(d) {
     axes: [{label: 'round'}, {values: (u, vals) => vals.map((v) => H.bytes(v)), size: 72}],
   }, [d.x, d.bin, d.bout]);
 }
+
+// buildAccChart: training accuracy, and held-out accuracy only where the
+// federation holds samples out.
+function buildAccChart(d) {
+  const pct = (u, v) => v == null ? '–' : (100 * v).toFixed(2) + '%';
+  const series = [{label: 'round'}];
+  if (hasHeldout()) series.push({label: 'held-out', stroke: '#1f77b4', width: 1.5, spanGaps: true, value: pct});
+  series.push({label: 'training', stroke: '#ff7f0e', width: 1.5, spanGaps: true, value: pct});
+  makeChart('acc', $('chart-acc'), {
+    scales: {x: {time: false}}, series,
+    axes: [{label: 'round'}, {values: (u, vals) => vals.map((v) => +(100 * v).toFixed(1) + '%'), size: 62}],
+  }, accData(d));
+}
+function accData(d) { return hasHeldout() ? [d.x, d.held, d.train] : [d.x, d.train]; }
 
 function buildPhaseChart(d) {
   phaseKeys = d.phases.join(',');
@@ -248,7 +289,8 @@ function draw() {
   if (!charts.loss) buildCharts(d);
   else {
     charts.loss.setData([d.x, d.gap]);
-    charts.acc.setData([d.x, d.held, d.train]);
+    if (!charts.acc) buildAccChart(d);
+    else charts.acc.setData(accData(d));
     if (d.phases.join(',') !== phaseKeys) buildPhaseChart(d);
     else { charts.phase._raw = d.rawPhase; charts.phase.setData([d.x].concat(d.stacked)); }
     charts.bytes.setData([d.x, d.bin, d.bout]);
@@ -262,8 +304,10 @@ function drawRows() {
   tb.textContent = '';
   for (const m of hist.slice(-25).reverse()) {
     const tr = document.createElement('tr');
-    for (const v of [m.round, H.num(m.primal, 8), H.num(m.dual, 8), H.num(m.gap, 3), H.num(m.train_accuracy, 4),
-      H.num(m.heldout_accuracy, 4), m.active, H.bytes(m.bytes_to_server), H.bytes(m.bytes_from_server)]) tr.appendChild(H.el('td', v));
+    const cells = [m.round, H.num(m.primal, 8), H.num(m.dual, 8), H.num(m.gap, 3), H.num(m.train_accuracy, 4),
+      H.num(m.heldout_accuracy, 4), m.active, H.bytes(m.bytes_to_server), H.bytes(m.bytes_from_server)];
+    if (!hasHeldout()) cells.splice(5, 1);
+    for (const v of cells) tr.appendChild(H.el('td', v));
     tb.appendChild(tr);
   }
 }
@@ -302,7 +346,8 @@ function scheduleModel() {
 function modelWhich(m) {
   if (!m.best) return 'round ' + m.model_round + ' (current)';
   let t = 'the best model so far: round ' + m.model_round;
-  if (m.heldout_accuracy != null) t += ', held-out accuracy ' + H.num(100 * m.heldout_accuracy, 3) + '%';
+  const acc = H.accuracyText(status, m.model_round, m.heldout_accuracy);
+  if (acc) t += ', ' + acc;
   if (m.model_round !== m.round) t += '; the last round, ' + m.round + ', was worse';
   return t;
 }
@@ -319,7 +364,9 @@ async function loadModel() {
       if (m.w) {
         const idx = m.w.map((v, i) => i).filter((i) => m.w[i] != null);
         idx.sort((a, b) => Math.abs(m.w[b]) - Math.abs(m.w[a]));
-        t += ' Largest weights (' + modelWhich(m) + '): ' + idx.slice(0, 8).map((i) => 'feature ' + i + ': ' + H.num(m.w[i], 4)).join(', ') + '.';
+        // A schema names its weights; other federations number them.
+        const names = status && status.config.schema ? H.schemaColumns(status.config.schema) : [];
+        t += ' Largest weights (' + modelWhich(m) + '): ' + idx.slice(0, 8).map((i) => (names[i] || 'feature ' + i) + ': ' + H.num(m.w[i], 4)).join(', ') + '.';
       }
       $('weights-none').textContent = t;
     }
@@ -353,8 +400,9 @@ function showAttack(v) {
       'data-features': p.features, 'data-unreadable': p.unreadable, 'data-rows': p.rows_determined, 'data-status': p.status,
       'data-round': p.reconstructed_round === null ? '' : p.reconstructed_round});
     if (p.equations === 0) tr.className = 'attack-none';
-    for (const c of [p.name, p.equations + ' (' + p.rounds + ')', p.rank + ' / ' + p.features, p.unreadable,
-      p.rows_determined + ' of ' + p.samples, p.status, attackWhen(p)]) tr.appendChild(H.el('td', c));
+    // The key columns first: on a phone the rest scroll within the table's box.
+    for (const c of [p.name, p.status, p.rows_determined + ' of ' + p.samples, attackWhen(p), p.rank + ' / ' + p.features,
+      p.equations + ' (' + p.rounds + ')', p.unreadable]) tr.appendChild(H.el('td', c));
     tb.appendChild(tr);
   }
   if (!v.participants.length) tb.appendChild(H.el('tr')).appendChild(H.el('td', 'nobody yet', {colspan: 7, class: 'muted'}));
