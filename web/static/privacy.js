@@ -58,11 +58,11 @@ if (preview && preview.fed && preview.fed !== id) preview = null; // rows of ano
         'aria-label': 'row ' + r.id + ', label ' + r.label + ', your features as a 28 by 28 image'});
       H.drawPixels(c, r.values || [], r.features || null);
       fig.appendChild(c);
-      fig.appendChild(H.el('figcaption', 'id ' + r.id + ' · label ' + r.label));
+      fig.appendChild(H.el('figcaption', r.id + ' · ' + r.label));
       wrap.appendChild(fig);
     }
     box.appendChild(wrap);
-    box.appendChild(H.el('p', 'Pale blue: pixels your block does not hold (another participant holds them).', {class: 'muted'}));
+    box.appendChild(H.el('p', 'Under each: its record id · its label. Pale blue: pixels your block does not hold (another participant holds them).', {class: 'muted'}));
   } else {
     const div = H.el('div', null, {class: 'scroll'});
     const t = H.el('table');
@@ -132,6 +132,7 @@ function plainBlock(p, nf, label, big) {
 // the join page names its participant once the server welcomed it
 let you = (preview && preview.name) || fromTab('hyfed-name-' + id) || null;
 
+let keyTableOpen = false;
 // keyMode draws who holds the key and what each coalition with the server
 // could open (the server view's key_mode).
 function keyMode(k) {
@@ -156,7 +157,13 @@ function keyMode(k) {
     tr.appendChild(H.el('td', o.opens));
     tb.appendChild(tr);
   }
-  d.appendChild(tb);
+  // The table is long on a phone: a click away, kept open across refreshes.
+  const det = H.el('details', null, {id: 'key-details'});
+  det.open = keyTableOpen;
+  det.addEventListener('toggle', () => { keyTableOpen = det.open; });
+  det.appendChild(H.el('summary', 'Who can open what'));
+  det.appendChild(tb);
+  d.appendChild(det);
   d.appendChild(H.el('p', k.colluder, {id: 'key-colluder'}));
 }
 function render(v) {
@@ -196,12 +203,17 @@ function render(v) {
   parts.textContent = '';
   if (!v.participants.length) parts.appendChild(H.el('p', 'Nobody has joined yet.', {class: 'muted'}));
   for (const p of v.participants) {
-    const it = H.el('div', null, {class: 'item' + (you && p.name === you ? ' you' : '')});
-    const h = H.el('h3', p.name + (you && p.name === you ? ' (you)' : ''));
+    const mine = you && p.name === you;
+    // One closed item per participant (this tab's own open): a page of
+    // every participant's numbers was too long to read on a phone.
+    const it = H.el('details', null, {class: 'item' + (mine ? ' you' : ''), 'data-name': p.name});
+    it.open = opened.has(p.name) ? opened.get(p.name) : !!mine;
+    it.addEventListener('toggle', () => opened.set(p.name, it.open));
+    const h = H.el('summary', p.name + (mine ? ' (you)' : ''));
     h.appendChild(document.createTextNode(' '));
     h.appendChild(H.el('span', p.state, {class: 'state ' + p.state}));
+    h.appendChild(H.el('span', ' · ' + p.samples + ' samples (as pseudonyms), ' + p.features + ' features', {class: 'muted'}));
     it.appendChild(h);
-    it.appendChild(H.el('p', p.samples + ' samples (as pseudonyms), ' + p.features + ' features', {class: 'muted'}));
     it.appendChild(sealedLine(p.dual, 'its dual values'));
     it.appendChild(sealedLine(p.norms, 'its squared norms'));
     if (p.round_aggregates) it.appendChild(sealedLine(p.round_aggregates, 'per round: direction and inner products'));
@@ -224,6 +236,9 @@ function render(v) {
   $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
 }
 
+// opened: the participants' items the user opened or closed, kept across
+// the refreshes that redraw them.
+const opened = new Map();
 let busy = false, fedRound = 0;
 async function refresh() {
   if (busy || document.hidden) return;
@@ -296,10 +311,10 @@ function showPairs(rec, nf) {
       const b = H.el('canvas', null, {class: 'px small', role: 'img', 'aria-label': "the server's reconstruction of row " + r.index});
       H.drawPixels(b, r.values || cols.map(() => 0), cols);
       fig.append(a, b);
-      fig.appendChild(H.el('figcaption', 'row ' + r.index + (r.training ? '' : ' (held out)') + ': yours · the server\'s'));
+      fig.appendChild(H.el('figcaption', 'row ' + r.index + (r.training ? '' : ' (held out)')));
       box.appendChild(fig);
     }
-    box.appendChild(H.el('p', 'Pale blue: pixels your block does not hold. A white square on the right: the server recovered nothing.', {class: 'muted'}));
+    box.appendChild(H.el('p', 'Left: yours; right: the server\'s. Pale blue: pixels your block does not hold. A white square on the right: the server recovered nothing.', {class: 'muted'}));
     return;
   }
   const t = H.el('table');
