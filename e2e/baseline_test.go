@@ -63,11 +63,7 @@ func TestBaselineInTheBrowser(t *testing.T) {
 	t.Logf("FedAvg with a browser tab: P %.6f -> %.6f, the model equals the in-process run's", first.Primal, last.Primal)
 
 	// What the tab sent: its local weights, sealed only.
-	sent := tb.text("#sent")
-	if !strings.Contains(sent, "local-part") {
-		t.Fatalf("the tab's sent table lists no local-part messages: %q", sent)
-	}
-	row := evalJS[[]string](tb, `[...document.querySelectorAll('#sent tr')].filter(r => r.cells[0].textContent === 'local-part').map(r => [...r.cells].map(c => c.textContent))[0]`)
+	row := evalJS[[]string](tb, `[...document.querySelectorAll('#sent tr')].filter(r => r.dataset.kind === 'local-part').map(r => [...r.cells].map(c => c.textContent))[0]`)
 	if len(row) != 5 || row[1] != fmt.Sprint(rounds) || row[4] != "0" {
 		t.Fatalf("local-part row of the sent table %q: want %d frames and 0 plaintext numbers", row, rounds)
 	}
@@ -162,7 +158,10 @@ func TestCreatePageBaseline(t *testing.T) {
 		if want := ts.URL + "/federations/" + id + "#viewer="; !strings.HasPrefix(links["viewer"], want) {
 			t.Fatalf("the viewer link is %q, want %s…", links["viewer"], want)
 		}
-		if want := ts.URL + "/federations/" + id + "#admin=" + links["token"]; links["admin"] != want || links["token"] == "" {
+		// The admin link carries the viewer token too: its dashboard shows
+		// the viewer link to share.
+		viewerTok := strings.TrimPrefix(links["viewer"], ts.URL+"/federations/"+id+"#viewer=")
+		if want := ts.URL + "/federations/" + id + "#admin=" + links["token"] + "&viewer=" + viewerTok; links["admin"] != want || links["token"] == "" {
 			t.Fatalf("the admin link is %q, want %s", links["admin"], want)
 		}
 		adminTokens.Store(id, links["token"])
