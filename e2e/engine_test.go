@@ -39,6 +39,9 @@ type page interface {
 	evalInto(expr string, out any)
 	text(sel string) string
 	click(sel string)
+	// upload picks the file at path in the file input sel, as a user does
+	// (the input's change event follows).
+	upload(sel, path string)
 	// viewport sets the tab's size; mobile emulates a phone where the
 	// engine can (Chromium: mobile and touch; Firefox: the size only).
 	viewport(w, h int, mobile bool)
@@ -126,6 +129,11 @@ func (tb *tab) evalInto(expr string, out any) {
 func (tb *tab) click(sel string) {
 	tb.t.Helper()
 	tb.do("press "+sel, chromedp.Click(sel))
+}
+
+func (tb *tab) upload(sel, path string) {
+	tb.t.Helper()
+	tb.do("upload "+path, chromedp.SetUploadFiles(sel, []string{path}))
 }
 
 func (tb *tab) viewport(w, h int, mobile bool) {

@@ -397,6 +397,13 @@ func (tb *ffTab) click(sel string) {
 	tb.do("press "+sel, callTimeout, map[string]any{"op": "click", "sel": sel})
 }
 
+// upload sets the file input sel to the file at path, as a user picking
+// it does (puppeteer's uploadFile: BiDi's input.setFiles).
+func (tb *ffTab) upload(sel, path string) {
+	tb.t.Helper()
+	tb.do("upload "+path, callTimeout, map[string]any{"op": "upload", "sel": sel, "path": path})
+}
+
 func (tb *ffTab) viewport(w, h int, mobile bool) {
 	tb.t.Helper()
 	tb.do(fmt.Sprintf("viewport %dx%d", w, h), callTimeout, map[string]any{"op": "viewport", "w": w, "h": h, "mobile": mobile})

@@ -57,11 +57,17 @@ func TestLayoutPhoneAndDesktop(t *testing.T) {
 
 // layoutPhoneAndDesktop, in the engine start makes: the join page (with a
 // demo block's summary and after training), the dashboard (after
-// training, charts drawn) and the privacy view (opened from the join
-// page) at 390x844 (a phone; Chromium emulates one, Firefox only takes its
-// size) and 1280x900: nothing overflows the viewport horizontally; on the
-// phone the data picker and the Join button are on the first screen, before
-// the explanation. Screenshots layout-<engine>-{join,dashboard,privacy}-{390,1280}.png
+// training, charts drawn; the organizer's, with the viewer link to share)
+// and the privacy view (opened from the join page) of a curious server's
+// federation at 390x844 (a phone; Chromium emulates one, Firefox only
+// takes its size) and 1280x900: nothing overflows the viewport
+// horizontally; on the phone the data picker and the Join button are on
+// the first screen, before the explanation, and once the tab joined its
+// progress is right below the Join button, on the first screen; the
+// privacy view stays short (its rows beside the server's in a grid,
+// participants closed); the curious server's table keeps its key columns
+// in view; the finished join page names the model's accuracy apart from
+// the last round's. Screenshots layout-<engine>-{join,dashboard,privacy}-{390,1280}.png
 // and layout-<engine>-join-390-start.png.
 func layoutPhoneAndDesktop(t *testing.T, start func(testing.TB) engine) {
 	const rounds = 3
@@ -71,7 +77,7 @@ func layoutPhoneAndDesktop(t *testing.T, start func(testing.TB) engine) {
 		vals[i] = *b
 	}
 	seats := session.NewSeats(t.Context(), nil)
-	ts := startServer(t, func(o *server.Options) { o.Demo = seats })
+	ts := startServer(t, func(o *server.Options) { o.Demo = seats; o.Curious = true })
 	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "layout", Demo: true, RoundTimeout: server.Duration(time.Minute), Config: protocol.Config{Lambda: 1e-3, Rounds: rounds, IIC: 0.2, Clients: len(blocks), NumFeatures: blocks[0].NumFeatures}})
 	l, err := session.ParseLink(link)
 	if err != nil {
@@ -109,15 +115,26 @@ func layoutPhoneAndDesktop(t *testing.T, start func(testing.TB) engine) {
 	checkNoOverflow(tb, "the join page with a summary at 390 px")
 	tb.click("#join")
 	tb.waitJS("the server's welcome", "document.body.dataset.registered === '1'", 20*time.Second)
+	checkProgressNearJoin(tb, "after joining")
 
+	// The organizer's link from the create page carries the viewer token:
+	// its dashboard shows the viewer link to share.
+	adminLink := ts.URL + fed.AdminPath + "&viewer=" + fed.ViewerToken
 	dash := e.newPage()
-	dash.navigate(ts.URL + fed.AdminPath)
+	dash.navigate(adminLink)
+	if got, want := pageEval[string](dash, "document.getElementById('viewer-box').hidden ? '' : document.getElementById('viewer-url').value"), ts.URL+fed.DashboardPath; got != want {
+		dash.fatalf("the organizer's dashboard shows the viewer link %q, want %q", got, want)
+	}
 	dash.waitJS("the fill button", "!document.getElementById('fill-box').hidden && !document.getElementById('fill').disabled", 10*time.Second)
 	dash.click("#fill")
 	tb.waitJS("training to finish in the tab", "document.body.dataset.done === '1'", 2*time.Minute)
 	dash.waitJS("the loss chart", fmt.Sprintf("Number(document.getElementById('chart-loss').dataset.points) === %d", rounds+1), 20*time.Second)
 	priv := e.popup(tb, "#privacy-link")
 	priv.waitJS("the privacy view's two sides", "document.getElementById('parts').textContent.includes('BGV ciphertext') && document.querySelectorAll('#preview canvas').length > 0", 15*time.Second)
+	priv.waitJS("the curious server's reconstructions beside the tab's rows", "document.querySelectorAll('#attack-pairs figure').length === 16", 30*time.Second)
+	dash.waitJS("the curious server's table", "document.querySelectorAll('#attack-rows tr[data-client]').length === 4", 15*time.Second)
+	// The finished join page: the model's accuracy (its round) apart from the last round's.
+	tb.waitJS("the model's accuracy on the finished join page", "/^round \\d+ .*held-out accuracy [0-9.]+ %$/.test(document.getElementById('model-line').textContent) && document.getElementById('acc-label').textContent === 'held-out accuracy, last round'", 15*time.Second)
 
 	charts := fmt.Sprintf("Number(document.getElementById('chart-loss').dataset.points) === %d", rounds+1)
 	for _, size := range []struct{ w, h int }{{390, 844}, {1280, 900}} {
@@ -135,10 +152,41 @@ func layoutPhoneAndDesktop(t *testing.T, start func(testing.TB) engine) {
 			checkNoOverflow(p.page, fmt.Sprintf("the %s after training at %d px", p.name, size.w))
 			p.page.shot(fmt.Sprintf("layout-%s-%s-%d.png", eng, p.name, size.w))
 		}
+		if size.w < 500 {
+			checkProgressNearJoin(tb, "after training")
+			// The privacy view was 10,582 px tall on a phone (one pair of
+			// pictures a row, every participant open).
+			if h := pageEval[float64](priv, "document.documentElement.scrollHeight"); h > privacyPhoneMax {
+				priv.fatalf("the privacy view is %.0f px tall at 390 px, want at most %d", h, privacyPhoneMax)
+			}
+			// The curious server's key columns (participant, attack, rows
+			// determined) are in view; the rest scroll within the table's box.
+			keys := pageEval[[]float64](dash, "[...document.querySelectorAll('#attack-table thead th')].slice(0, 3).map((h) => h.getBoundingClientRect().right)")
+			if len(keys) != 3 || keys[2] > float64(size.w) {
+				dash.fatalf("the curious server's key columns end at %v px, past the %d px screen", keys, size.w)
+			}
+		}
 		// A fresh load at this size too (the charts drawn at it).
-		dash.navigate(ts.URL + fed.AdminPath)
+		dash.navigate(adminLink)
 		dash.waitJS("the loss chart", charts, 20*time.Second)
 		checkNoOverflow(dash, fmt.Sprintf("the dashboard loaded at %d px", size.w))
+	}
+}
+
+// privacyPhoneMax bounds the privacy view's height on a phone (5,100-5,300
+// px measured; 10,582 before its pairs went into a grid).
+const privacyPhoneMax = 6000
+
+// checkProgressNearJoin: on a phone, once the tab has joined, its training
+// progress starts within 200 px below the Join button and on the first
+// screen of the page (it sat 1,650 px below, under the explanation).
+func checkProgressNearJoin(p page, when string) {
+	at := pageEval[map[string]float64](p, `(() => {
+  const join = document.getElementById('join').getBoundingClientRect(), prog = document.getElementById('progress-card').getBoundingClientRect();
+  return {join: join.bottom + scrollY, progress: prog.top + scrollY, screen: innerHeight};
+})()`)
+	if d := at["progress"] - at["join"]; d < 0 || d > 200 || at["progress"] > at["screen"] {
+		p.fatalf("%s, on a phone the progress starts at %.0f px, the Join button ends at %.0f px (the screen is %.0f px)", when, at["progress"], at["join"], at["screen"])
 	}
 }
 

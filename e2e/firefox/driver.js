@@ -13,7 +13,8 @@
 // "ready", "version": "firefox/..."}; stdin's end closes the browser.
 //
 // Operations: newPage; goto {url}; reload; eval {expr} (the value of the
-// expression, a promise awaited, as JSON); click {sel}; viewport {w, h,
+// expression, a promise awaited, as JSON); click {sel}; upload {sel, path}
+// (set a file input to the file, as a user's pick); viewport {w, h,
 // mobile}; screenshot {path} (full page, PNG); popup {sel} (click and
 // return the page the click opened); close.
 // viewport sets the size only: {mobile} is not emulated (see below).
@@ -91,6 +92,12 @@ async function run(browser, cmd) {
     case 'click':
       await pageOf(cmd).click(cmd.sel);
       return null;
+    case 'upload': {
+      const input = await pageOf(cmd).waitForSelector(cmd.sel, {timeout: 10000});
+      await input.uploadFile(cmd.path);
+      await input.dispose();
+      return null;
+    }
     case 'viewport':
       // The size only (cmd.mobile is not emulated): over BiDi, puppeteer
       // reloads the page when touch emulation changes, which would lose a
