@@ -11,6 +11,7 @@ import (
 	"github.com/hyfed/hyfed/server"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/schema"
+	"github.com/hyfed/hyfed/shared/table"
 )
 
 // TestOwnFilesChromium is ownFilesInTabs in Chromium; TestOwnFilesFirefox
@@ -254,5 +255,71 @@ func TestCreatePageSchema(t *testing.T) {
 	if s.ID != "patient" || s.Label.Column != "outcome" || strings.Join(s.Label.Positive, ",") != "progressed" || strings.Join(s.Label.Negative, ",") != "stable" ||
 		strings.Join(names, " ") != "Age Sex1|2 BMI BP" || s.LabelPolicy() != schema.LabelsShared || s.Heldout != 0.1 {
 		t.Fatalf("the schema the server holds: %+v (features %q)", s, names)
+	}
+}
+
+// TestRefusedAndWarningsShown: a tab and a native participant whose files
+// label a shared patient differently (labels in every holder's file) are
+// both refused; the tab says why, and the join page and the dashboard show
+// the federation's notice and each participant's reason. Then the join
+// page's own logic: warnings in the status show at the top, and a finished
+// run with warnings (or a model of round 0) is not called "finished".
+func TestRefusedAndWarningsShown(t *testing.T) {
+	fx := newOwnFixture(t)
+	sch := *fx.sch
+	sch.Labels = schema.LabelsEveryHolder
+	var b strings.Builder
+	b.WriteString("patient,tc,LDL,HDL,outcome\n")
+	for i := range 40 { // clinic north's first patients, one labelled the other way
+		y := fx.y[i]
+		if i == 7 {
+			y = -y
+		}
+		fmt.Fprintf(&b, "%s,%g,%g,%g,%s\n", fx.ids[i], fx.raw[i][5], fx.raw[i][6], fx.raw[i][7], map[bool]string{true: "progressed", false: "stable"}[y > 0])
+	}
+	other, _, err := table.Load("lab.csv", []byte(b.String()), &sch, table.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t)
+	req := server.NewCreateRequest()
+	req.Clients, req.Schema, req.Rounds = 2, &sch, 5
+	link, fed := createFederation(t, ts.URL, req)
+	br := newBrowser(t)
+	tb := newTab(t, br)
+	tb.navigate(link)
+	tb.waitJS("the participant and the schema", "document.body.dataset.ready === '1' && !document.getElementById('schema-box').hidden", joinTimeout)
+	tb.upload("#file", fx.files[0])
+	tb.waitJS("the mapping", "!document.getElementById('mapping').hidden", 20*time.Second)
+	tb.click("#join")
+	tb.waitJS("the server's welcome", "document.body.dataset.registered === '1'", 20*time.Second)
+	startNative(t, link, []*partition.Block{other}) // refused: never waited for
+	tb.waitJS("the refusal in the tab", "document.getElementById('error').dataset.code === 'schema'", 30*time.Second)
+	if msg := tb.text("#error"); !strings.Contains(msg, "disagree") {
+		tb.fatalf("the tab's error says %q", msg)
+	}
+	tb.waitJS("the federation's notice on the join page", "!document.getElementById('fed-notes').hidden && document.querySelector('#fed-notes .fed-notices').textContent.includes('disagree')", 15*time.Second)
+	dash := newTab(t, br)
+	dash.navigate(ts.URL + fed.AdminPath)
+	dash.waitJS("the notice and the reasons on the dashboard", "document.querySelector('#fed-notes .fed-notices')?.textContent.includes('disagree') && document.querySelectorAll('#parts .reason').length === 2", 15*time.Second)
+	if st := fedStatus(t, ts.URL, fed.ID); st.State != "waiting" || len(st.Notices) != 1 {
+		t.Fatalf("state %s, notices %q", st.State, st.Notices)
+	}
+	screenshot(t, dash, "dashboard-refused.png")
+
+	// The page's logic with a status that carries warnings, as a finished
+	// federation's would: shown at the top; the run is not "finished".
+	evalJS[bool](tb, `(() => {
+  state.result = {rounds: 5, reconnects: 0}; state.done = true;
+  showFed(Object.assign({}, state.status, {state: 'finished', warnings: ['2 of 5 rounds ran without every participant'],
+    model: {round: 5, best: true, heldout_accuracy: 0.5}}));
+  return true; })()`)
+	if !evalJS[bool](tb, "!document.getElementById('fed-notes').hidden && document.querySelector('#fed-notes .fed-warnings').textContent.includes('without every participant')") ||
+		!strings.HasPrefix(tb.text("#status"), "ended with warnings") {
+		tb.fatalf("with warnings: notes %q, status %q", tb.text("#fed-notes"), tb.text("#status"))
+	}
+	evalJS[bool](tb, `(showFed(Object.assign({}, state.status, {warnings: [], model: {round: 0, best: false, heldout_accuracy: null}})), true)`)
+	if !strings.HasPrefix(tb.text("#status"), "ended with warnings") {
+		tb.fatalf("a round-0 model: status %q", tb.text("#status"))
 	}
 }

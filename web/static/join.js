@@ -226,6 +226,7 @@ worker.onmessage = (e) => {
       if (ev.code === 'unknown-session') { try { forgetKeyState(); sessionStorage.removeItem(sessionKey); sessionStorage.removeItem(ownKey); } catch (e) {} }
       showError(ev.code, ev.message);
       if (ev.code === 'bad-file') forgetFile();
+      else refreshFed(); // a refusal is among the federation's notices
       if (state.running) { state.running = false; $('status').textContent = 'stopped: ' + (errors[ev.code] || ['error'])[0]; }
       $('join').disabled = !state.summary || state.running;
       break;
