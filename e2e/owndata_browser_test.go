@@ -318,8 +318,11 @@ func TestRefusedAndWarningsShown(t *testing.T) {
 		!strings.HasPrefix(tb.text("#status"), "ended with warnings") {
 		tb.fatalf("with warnings: notes %q, status %q", tb.text("#fed-notes"), tb.text("#status"))
 	}
-	evalJS[bool](tb, `(showFed(Object.assign({}, state.status, {warnings: [], model: {round: 0, best: false, heldout_accuracy: null}})), true)`)
+	evalJS[bool](tb, `(showFed(Object.assign({}, state.status, {warnings: [], model: {round: 0, best: false, heldout_accuracy: null}, left_out: 12})), true)`)
 	if !strings.HasPrefix(tb.text("#status"), "ended with warnings") {
 		tb.fatalf("a round-0 model: status %q", tb.text("#status"))
+	}
+	if got := tb.text("#fed-notes .fed-left-out"); !strings.Contains(got, "12 samples miss their label at one of their holders and are left out.") {
+		tb.fatalf("12 samples left out: %q", got)
 	}
 }
