@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -172,5 +174,68 @@ func TestBlockTooLargeToSealStops(t *testing.T) {
 	}
 	if len(st.Notices) != 1 || !strings.Contains(st.Notices[0], "beyond the sealable range") {
 		t.Errorf("notices %q", st.Notices)
+	}
+}
+
+// TestOwnDataDocRuns runs docs/own-data.md's first shell block verbatim
+// (its make lines aside: make test has built the data, and bin/hyfed is
+// this test binary) in a fresh directory: the walkthrough works as written.
+func TestOwnDataDocRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a federation of three processes")
+	}
+	doc, err := os.ReadFile("../../docs/own-data.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```sh\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/own-data.md has no ```sh block")
+	}
+	var script []string
+	for _, l := range strings.Split(block, "\n") {
+		if !strings.HasPrefix(l, "make ") {
+			script = append(script, l)
+		}
+	}
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := filepath.Abs("../../.cache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wrapper := "#!/bin/sh\nHYFED_MAIN=1 exec " + strconv.Quote(self) + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "bin", "hyfed"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(cache, filepath.Join(dir, ".cache")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-e", "-c", strings.Join(script, "\n"))
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second // a server left behind keeps the output open
+	out, err := cmd.CombinedOutput()
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // a server left behind by a failure
+	if err != nil {
+		t.Fatalf("the walkthrough failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{"client-0.csv: 442 rows", "model: trial/model", `"accuracy":`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the walkthrough's output does not say %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "trial", "model.json")); err != nil {
+		t.Error(err)
 	}
 }
