@@ -65,13 +65,28 @@ func FeatureNames(d *dataset.Dataset) []string {
 // NamedSchema returns the schema of the named files of d: the id, the
 // label words, d's features by name in d's order (categorical ones with
 // their categories) and an intercept; labels shared with co-holders when
-// some file lacks them, else the default (every holder).
+// some file lacks them, else the default (every holder). An image's
+// pixels have their full scale declared (255, or 16 for digits: the
+// largest pixel value), so they are divided by it, as the built-in sets
+// are, rather than standardized one by one.
 func NamedSchema(d *dataset.Dataset, sharedLabels bool) (*schema.Schema, error) {
 	yes := true
 	s := &schema.Schema{ID: NamedID, Intercept: &yes,
 		Label: schema.Label{Column: NamedLabel, Positive: []string{NamedPositive}, Negative: []string{NamedNegative}}}
+	full := 0.0
+	if img := d.Image; img != nil {
+		for i := range d.N() {
+			for j := 0; j < img.Width*img.Height; j++ {
+				full = max(full, math.Abs(d.X.At(i, j)))
+			}
+		}
+	}
 	for j, name := range FeatureNames(d) {
-		s.Features = append(s.Features, schema.Feature{Name: name, Categories: slices.Clone(d.Categories[j])})
+		f := schema.Feature{Name: name, Categories: slices.Clone(d.Categories[j])}
+		if img := d.Image; img != nil && j < img.Width*img.Height && full > 0 {
+			f.Scale = full
+		}
+		s.Features = append(s.Features, f)
 	}
 	if sharedLabels {
 		s.Labels = schema.LabelsShared
@@ -103,6 +118,9 @@ func MarshalSchema(s *schema.Schema) []byte {
 		fmt.Fprintf(&b, "    {\"name\": %s", q(f.Name))
 		if f.Categories != nil {
 			fmt.Fprintf(&b, ", \"categories\": %s", list(f.Categories))
+		}
+		if f.Scale != 0 {
+			fmt.Fprintf(&b, ", \"scale\": %s", strconv.FormatFloat(f.Scale, 'g', -1, 64))
 		}
 		b.WriteString("}")
 		if i < len(s.Features)-1 {

@@ -193,6 +193,8 @@ func (p *Participant) prepared(codes, stats []float64) (*partition.Block, []int,
 			p.maps[j] = schema.InterceptMap()
 		case cols[f].Categorical():
 			p.maps[j] = schema.CategoryMap(g)
+		case cols[f].Scale > 0:
+			p.maps[j] = schema.Declared(cols[f].Scale, g)
 		default:
 			c, sum, sq := stats[st], stats[st+1], stats[st+2]
 			st += 3

@@ -96,8 +96,8 @@ func (c *Coordinator) alignSchema() error {
 	byKey := map[string]int{}
 	var members [][]int
 	for f := range cols {
-		if f == ic || cols[f].Categorical() {
-			continue
+		if f == ic || cols[f].Categorical() || cols[f].Scale > 0 {
+			continue // no statistics: fixed maps
 		}
 		var holders []int
 		for k, cs := range c.clients {

@@ -39,13 +39,14 @@ func (m Map) Apply(raw float64) float64 {
 func (m Map) Clipped() bool { return m.Lo != 0 || m.Hi != 0 }
 
 // Divisor is the factor every column but the intercept is divided by, so
-// that a row's squared norm, at most ClipSD^2 a numeric feature, 1 a
-// categorical one and InterceptValue^2, stays within half of limit. 1 for
-// any schema of up to about limit/(2 ClipSD^2) numeric features.
+// that a row's squared norm, at most ClipSD^2 a standardized feature, 1 a
+// categorical one or one with a declared scale, and InterceptValue^2,
+// stays within half of limit. 1 for any schema of up to about
+// limit/(2 ClipSD^2) standardized features.
 func (s *Schema) Divisor(limit float64) float64 {
 	worst := 0.0
 	for _, f := range s.Features {
-		if f.Categories == nil {
+		if f.Categories == nil && f.Scale == 0 {
 			worst += ClipSD * ClipSD
 		} else {
 			worst++
@@ -77,12 +78,19 @@ func Standardize(count, mean, sd, g float64) Map {
 // schema): numeric columns only.
 func (s *Schema) Clip(col int, m Map, g float64) Map {
 	c := s.Columns()[col]
-	if c.Feature < 0 || c.Categorical() {
-		return m
+	switch {
+	case c.Feature < 0 || c.Categorical():
+	case c.Scale > 0:
+		m.Lo, m.Hi = -1/g, 1/g
+	default:
+		m.Lo, m.Hi = -ClipSD/g, ClipSD/g
 	}
-	m.Lo, m.Hi = -ClipSD/g, ClipSD/g
 	return m
 }
+
+// Declared is a column's map from its declared scale: divided by it,
+// clipped to ±1, divided by g.
+func Declared(scale, g float64) Map { return Map{Scale: scale * g, Lo: -1 / g, Hi: 1 / g} }
 
 // CategoryMap is a category indicator's map: 0/1, divided by g.
 func CategoryMap(g float64) Map { return Map{Scale: g} }

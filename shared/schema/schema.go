@@ -83,18 +83,23 @@ type Label struct {
 }
 
 // Feature is one input: a numeric column, or a categorical one that
-// becomes one 0/1 feature per listed category.
+// becomes one 0/1 feature per listed category. A numeric column with a
+// Scale is on a scale the organizer knows (pixels, 0 to 255): it is
+// divided by it (and clipped to ±1) instead of standardized, and needs no
+// statistics.
 type Feature struct {
 	Name       string   `json:"name"`
 	Categories []string `json:"categories,omitempty"`
+	Scale      float64  `json:"scale,omitempty"`
 }
 
 // Column is one of the federation's features after categories are
 // expanded: its name in model files and where it comes from.
 type Column struct {
-	Name     string // "age", "smoker=current", "(intercept)"
-	Feature  int    // index into Schema.Features; -1 for the intercept
-	Category string // the category a categorical column stands for
+	Name     string  // "age", "smoker=current", "(intercept)"
+	Feature  int     // index into Schema.Features; -1 for the intercept
+	Category string  // the category a categorical column stands for
+	Scale    float64 // a numeric column's declared scale (Feature.Scale), 0: standardized
 }
 
 // Categorical reports whether the column is one category of a
@@ -213,6 +218,9 @@ func (s *Schema) Validate() error {
 		if err := name(fmt.Sprintf("feature %d", i+1), f.Name); err != nil {
 			return err
 		}
+		if f.Scale != 0 && (!(f.Scale > 0) || math.IsInf(f.Scale, 0) || f.Categories != nil) {
+			return fmt.Errorf("schema: feature %q: scale %v: want a finite number > 0, for a numeric column", f.Name, f.Scale)
+		}
 		if f.Categories == nil {
 			cols++
 			continue
@@ -269,7 +277,7 @@ func (s *Schema) Columns() []Column {
 	var out []Column
 	for i, f := range s.Features {
 		if f.Categories == nil {
-			out = append(out, Column{Name: f.Name, Feature: i})
+			out = append(out, Column{Name: f.Name, Feature: i, Scale: f.Scale})
 			continue
 		}
 		for _, c := range f.Categories {

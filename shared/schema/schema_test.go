@@ -326,3 +326,30 @@ func TestTrailingTextRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestDeclaredScale(t *testing.T) {
+	s, err := Parse(strings.NewReader(`{"id":"i","label":{"column":"y","positive":["1"]},"features":[{"name":"px","scale":255},{"name":"age"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := s.Columns()
+	if cols[0].Scale != 255 || cols[1].Scale != 0 {
+		t.Fatalf("columns %+v", cols)
+	}
+	m := s.Clip(0, Declared(255, 1), 1)
+	if got := m.Apply(510); got != 1 {
+		t.Errorf("a value twice the declared scale trains as %v, want 1 (clipped)", got)
+	}
+	if got := m.Apply(127.5); got != 0.5 {
+		t.Errorf("127.5 of 255 trains as %v", got)
+	}
+	if g := s.Divisor(32768); g != 1 {
+		t.Errorf("divisor %v", g)
+	}
+	for _, bad := range []string{`"scale":-1`, `"scale":0.0,"categories":["a"],"x":1`, `"scale":1,"categories":["a"]`} {
+		text := `{"id":"i","label":{"column":"y","positive":["1"]},"features":[{"name":"px",` + bad + `}]}`
+		if _, err := Parse(strings.NewReader(text)); err == nil {
+			t.Errorf("%s: parsed", bad)
+		}
+	}
+}
