@@ -168,7 +168,7 @@ func assertNoPlaintext(t *testing.T, frames map[int][][]byte, blocks []*partitio
 					}
 				}
 			}
-			for name, v := range map[string]int{"HatW": len(m.HatW), "DW": len(m.DW), "GroupStats": len(m.GroupStats),
+			for name, v := range map[string]int{"HatW": len(m.HatW), "DW": len(m.DW),
 				"GridLoss": len(m.GridLoss), "GridConj": len(m.GridConj), "GridWDot": len(m.GridWDot),
 				"GridTrainOK": len(m.GridTrainOK)} {
 				if v > 0 && samples[v] && !features[v] {

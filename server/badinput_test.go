@@ -275,7 +275,7 @@ func checkNoPlaintext(t *testing.T, frames []recorded, blocks []partition.Block,
 			}
 		}
 		for name, vs := range map[string][]float64{"HatW": m.HatW, "DW": m.DW, "DConj": {m.DConj}, "GridLoss": m.GridLoss,
-			"GridConj": m.GridConj, "GridWDot": m.GridWDot, "GroupStats": m.GroupStats, "W": m.W} {
+			"GridConj": m.GridConj, "GridWDot": m.GridWDot, "W": m.W} {
 			for _, v := range vs {
 				plain = append(plain, field{string(m.Kind) + "." + name, v})
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 
 	"github.com/hyfed/hyfed/shared/protocol"
 )
@@ -19,9 +20,11 @@ func configFlags(fs *flag.FlagSet, cfg *protocol.Config) {
 	fs.Float64Var(&cfg.Fraction, "fraction", d.Fraction, "probability that a participant is active in a round (1: all that are connected)")
 	fs.IntVar(&cfg.Inner, "inner", d.Inner, "H, the samples each sample group (block, hyfed) or client (paper, baselines) updates a round; overrides --iic")
 	fs.Float64Var(&cfg.IIC, "iic", d.IIC, "inner iterations constant: H = ceil(IIC * N / participants)")
-	fs.StringVar(&cfg.Step, "step", d.Step, "step rule: block (exact group solves from sealed Grams), hyfed (the earlier default) or paper (Algorithm 5 as published)")
-	fs.StringVar(&cfg.Search, "search", d.Search, "step size: dual (the dual's maximiser; block's default) or primal (smallest primal keeping half the dual gain; hyfed's default)")
-	fs.StringVar(&cfg.Estimate, "estimate", d.Estimate, "hyfed's local estimate of the other holders' share: meanfield or holders (|B_n| x own)")
+	fs.StringVar(&cfg.Step, "step", d.Step, "step rule: block (exact group solves from sealed Grams) or paper (the HyFDCA paper's Algorithm 5 as published, for comparison)")
+	fs.StringVar(&cfg.Search, "search", d.Search, "step size along the round's direction: dual (the dual's maximiser) or primal (the smallest primal keeping half the dual gain)")
+	fs.Func("estimate", "retired with the hyfed step rule (refused)", func(string) error {
+		return fmt.Errorf("--estimate was the retired hyfed step rule's local estimate; the block step (the default) solves each group's subproblem exactly and needs none")
+	})
 	fs.Float64Var(&cfg.Gamma, "gamma", d.Gamma, "update scale of the paper step rule")
 	fs.BoolVar(&cfg.GroupSteps, "group-steps", d.GroupSteps, "block step, two or more sample groups: the server weighs each group's direction and a second one solved against its picks' centered Gram, which moves dual mass between the groups (--group-steps=false: one line search for all, which stalls near 1e-2)")
 	fs.BoolVar(&cfg.SolveOnce, "solve-once", d.SolveOnce, "block step: one holder of each updating group solves the group's subproblem and the others take the direction it seals (--solve-once=false: every holder is sent the Gram and solves it)")

@@ -135,7 +135,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlags("suite", stderr)
 	dataList := fs.String("data", strings.Join(suiteDataSets, ","), "comma-separated data sets of the grid: some of the default ("+suiteSparse+" is --sparse) or LIBSVM/CSV files, which get the same grid")
 	sparse := fs.String("sparse", defaultSparse, "the synthetic sparse set (synthetic:N,M,density,noise,seed)")
-	steps := fs.String("steps", protocol.StepBlock+","+protocol.StepHyFed, "comma-separated step rules (--step of hyfed experiment), side by side in the table; --check-targets checks the first")
+	steps := fs.String("steps", protocol.StepBlock, "comma-separated step rules (--step of hyfed experiment), side by side in the table; --check-targets checks the first")
 	rounds := fs.Int("rounds", suiteCheckpoints[len(suiteCheckpoints)-1], "rounds of every run")
 	quick := fs.Bool("quick", false, "a small subset (breast-cancer vertical:4, digits quadrants:2 with both losses, a small sparse set grid:2,4; fraction 0.5, lambda 1e-3): a minute or two")
 	bgv := fs.Bool("bgv", false, "encrypt (BGV); the default seals in plaintext, which computes the same numbers faster (bytes then count 8 per value)")

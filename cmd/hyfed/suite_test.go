@@ -35,7 +35,7 @@ func TestSuiteQuick(t *testing.T) {
 		t.Skip(err) // `make test` fetches them (make data)
 	}
 	out := filepath.Join(t.TempDir(), "convergence.md")
-	args := []string{"--quick", "--out", out}
+	args := []string{"--quick", "--steps", "block,paper", "--out", out}
 	var stdout, stderr bytes.Buffer
 	if err := runSuite(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
@@ -51,7 +51,7 @@ func TestSuiteQuick(t *testing.T) {
 	if !regexp.MustCompile(`\[8/8\] .*about 0s left`).MatchString(stderr.String()) {
 		t.Errorf("no progress line with the time left:\n%s", stderr.String())
 	}
-	steps := []string{"block", "hyfed"}
+	steps := []string{"block", "paper"}
 	for _, name := range []string{"breast-cancer", "digits", "sparse"} {
 		sec := suiteSectionOf(t, md, name)
 		pstars := suiteTable(t, sec, "| lambda | loss | P* |", 8)
@@ -144,7 +144,7 @@ func TestSuiteQuick(t *testing.T) {
 				t.Errorf("%s row %d: the default step ends at relative loss %v", name, i, rel[2])
 			}
 		}
-		if !regexp.MustCompile(`Targets met: block in \d+ of \d+ rows, \d+ missed; hyfed in \d+ of \d+ rows, \d+ missed\.`).MatchString(sec) {
+		if !regexp.MustCompile(`Targets met: block in \d+ of \d+ rows, \d+ missed; paper in \d+ of \d+ rows, \d+ missed\.`).MatchString(sec) {
 			t.Errorf("%s: no target counts per step rule", name)
 		}
 		// The overview at the top has the section's line.
@@ -167,7 +167,7 @@ func TestSuiteQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdout.Reset()
-	if err := runSuite(context.Background(), []string{"--quick", "--data", "breast-cancer", "--rounds", "20", "--steps", "hyfed", "--out", out}, &stdout, &stderr); err != nil {
+	if err := runSuite(context.Background(), []string{"--quick", "--data", "breast-cancer", "--rounds", "20", "--steps", "paper", "--out", out}, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	b, _ = os.ReadFile(out)
@@ -195,7 +195,8 @@ func TestSuiteFlags(t *testing.T) {
 	}{
 		{[]string{"--data", "iris"}, `--data "iris"`},
 		{[]string{"--steps", " , "}, "--steps: no step rule given"},
-		{[]string{"--steps", "hyfed,nope"}, `--steps nope: config: step "nope"`},
+		{[]string{"--steps", "paper,nope"}, `--steps nope: config: step "nope"`},
+		{[]string{"--steps", "hyfed"}, `--steps hyfed: config: step "hyfed" was retired`},
 		{[]string{"--rounds", "0"}, "--rounds and --central-passes must be at least 1"},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -325,7 +326,7 @@ func TestSuiteInterrupted(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "c.md")
 	stderr := &cancelOn{marker: "[1/2]", cancel: cancel}
 	var stdout bytes.Buffer
-	err := runSuite(ctx, []string{"--quick", "--data", "sparse", "--rounds", "20", "--out", out}, &stdout, stderr)
+	err := runSuite(ctx, []string{"--quick", "--data", "sparse", "--rounds", "20", "--steps", "block,paper", "--out", out}, &stdout, stderr)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled\n%s", err, stderr.String())
 	}

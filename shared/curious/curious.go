@@ -164,6 +164,10 @@ func (o *Observer) sent(v *view, m *protocol.Message) {
 // received handles a message from the client to the server.
 func (o *Observer) received(v *view, m *protocol.Message) {
 	switch m.Kind {
+	case protocol.KindSolved:
+		// A group's solver (block step, one solver a group) seals the
+		// direction d it found and answers with X_k^T d as the others do.
+		v.dual, v.dualKind, v.dualRound = o.open(v, m.Sealed), protocol.KindDirection, m.Round
 	case protocol.KindHello:
 		v.pseudonyms = append([]string(nil), m.Pseudonyms...)
 		v.heldout = append([]bool(nil), m.Heldout...)

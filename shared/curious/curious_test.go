@@ -15,7 +15,7 @@ import (
 // each holding one image quadrant of all 10,000 digits; client 0 the
 // top-left 14x14 = 196 pixels), the default step, P* not needed.
 func mnistOptions(rounds int, plaintext bool) experiment.Options {
-	return experiment.Options{Data: "mnist", Partition: "quadrants:1", Seed: 1, PStar: 1, Plaintext: plaintext, Config: protocol.Config{Lambda: 1e-3, IIC: 0.2, Step: "hyfed", Search: "primal", Estimate: "meanfield", Gamma: 1, Loss: "hinge", Fraction: 1, Rounds: rounds}}
+	return experiment.Options{Data: "mnist", Partition: "quadrants:1", Seed: 1, PStar: 1, Plaintext: plaintext, Config: defaults("hinge", rounds)}
 }
 
 // observe runs a federation in process with a curious observer on the
@@ -103,18 +103,17 @@ func TestIPAttackPlaintext(t *testing.T) {
 	}
 }
 
-// TestIPAttackPlaintextHinge: the same attack on the default run
-// (hinge loss). A digit the dual never moves never enters a direction u, so
-// its rare pixels stay hidden: the rank stops at 145-147 of 152 and the
-// error at 4e-3 (0.0067 after 200 rounds, 0.0043 from 400 to 1000), almost
-// all of it in nine digits; the other rows come back to 1e-4.
+// TestIPAttackPlaintextHinge: the same attack on the default run (hinge
+// loss). A digit whose dual value never moves never enters a direction u,
+// and the block step picks violators only, so fewer rows enter: after 200
+// rounds the rank is 131 of 196 and the error 0.02 (0.45 after 100).
 func TestIPAttackPlaintextHinge(t *testing.T) {
 	o := mnistOptions(200, true)
 	p := prepareMNIST(t, o)
 	obs := observe(t, p, o)
 	all, _ := errorsAt(t, obs, &p.Blocks[0], false, []int{100, 200})
-	if all[1] >= 1e-2 {
-		t.Errorf("after 200 rounds the block is recovered to %.3g, want < 1e-2", all[1])
+	if all[1] >= 5e-2 {
+		t.Errorf("after 200 rounds the block is recovered to %.3g, want < 5e-2", all[1])
 	}
 }
 
@@ -148,7 +147,7 @@ func TestAttacksBGV(t *testing.T) {
 // vertical:2: 200 samples, 178 of them training, 10 features) it recovers
 // the block once the rounds outnumber the samples, in plaintext only.
 func TestDualAttackSynthetic(t *testing.T) {
-	o := experiment.Options{Data: "synthetic:200,20", Partition: "vertical:2", Seed: 1, PStar: 1, Config: protocol.Config{Lambda: 1e-3, IIC: 0.2, Step: "hyfed", Search: "primal", Estimate: "meanfield", Gamma: 1, Loss: "logistic", Fraction: 1, Rounds: 300}}
+	o := experiment.Options{Data: "synthetic:200,20", Partition: "vertical:2", Seed: 1, PStar: 1, Config: defaults("logistic", 300)}
 	for _, plain := range []bool{true, false} {
 		o.Plaintext = plain
 		p, err := experiment.Prepare(o)
@@ -164,4 +163,12 @@ func TestDualAttackSynthetic(t *testing.T) {
 			t.Errorf("BGV: error %.3g, want > 0.5", all[3])
 		}
 	}
+}
+
+// defaults is the default configuration with a loss and a round count:
+// the traffic a curious server sees in a federation users run.
+func defaults(loss string, rounds int) protocol.Config {
+	c := protocol.Defaults()
+	c.Loss, c.Rounds = loss, rounds
+	return c
 }

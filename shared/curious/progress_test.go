@@ -18,7 +18,7 @@ import (
 // a synthetic vertical:2 split: 300 samples on 20 features, so the
 // inner-product attack reaches full rank within 30 rounds.
 func TestProgressAndSettledRows(t *testing.T) {
-	o := experiment.Options{Data: "synthetic:300,40,1,0.05,3", Partition: "vertical:2", Seed: 1, PStar: 1, Config: protocol.Config{Lambda: 1e-3, IIC: 0.2, Step: "hyfed", Search: "primal", Estimate: "meanfield", Gamma: 1, Loss: "logistic", Fraction: 1, Rounds: 30}}
+	o := experiment.Options{Data: "synthetic:300,40,1,0.05,3", Partition: "vertical:2", Seed: 1, PStar: 1, Config: defaults("logistic", 30)}
 	for _, plain := range []bool{true, false} {
 		o.Plaintext = plain
 		p, err := experiment.Prepare(o)

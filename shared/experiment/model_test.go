@@ -23,7 +23,7 @@ func TestModelDoesNotJump(t *testing.T) {
 		t.Skip("mnist digits not installed (make data):", err)
 	}
 	o := Options{Data: "mnist", Partition: "quadrants:2",
-		Seed: 1, Plaintext: true, Config: protocol.Config{Step: protocol.StepHyFed, Search: protocol.SearchPrimal, Estimate: protocol.EstimateMeanField, Loss: "hinge", Lambda: 1e-3, Fraction: 1, Rounds: 300, IIC: 0.2, Gamma: 1}}
+		Seed: 1, Plaintext: true, Config: protocol.Config{Step: protocol.StepBlock, Loss: "hinge", Lambda: 1e-3, Fraction: 1, Rounds: 300, IIC: 0.2, Gamma: 1}}
 	p, err := Prepare(o)
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func TestReportedPrimalIsTrue(t *testing.T) {
 		{"horizontal:4", 1, "hinge"},
 	} {
 		t.Run(c.partition+"/"+c.loss, func(t *testing.T) {
-			o := Options{Data: "synthetic:1200,40,0.3,0.05,7", Partition: c.partition, Seed: 3, Plaintext: true, PStar: 1, Config: protocol.Config{Lambda: 1e-3, Fraction: c.fraction, Rounds: 12, IIC: 0.6, Step: "hyfed", Search: "primal", Estimate: "meanfield", Gamma: 1, Loss: c.loss}}
+			o := Options{Data: "synthetic:1200,40,0.3,0.05,7", Partition: c.partition, Seed: 3, Plaintext: true, PStar: 1, Config: protocol.Config{Lambda: 1e-3, Fraction: c.fraction, Rounds: 12, IIC: 0.6, Step: "block", Gamma: 1, Loss: c.loss}}
 			p, err := Prepare(o)
 			if err != nil {
 				t.Fatal(err)

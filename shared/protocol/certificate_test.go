@@ -31,7 +31,6 @@ func TestCertificate(t *testing.T) {
 		closeEnough float64 // final relative gap at most this: close to the optimum
 	}{
 		{"logistic grid 2x3", "logistic", StepBlock, 2, 3, 1, false, false, 1000, 1e-8},
-		{"logistic grid 2x3 earlier rule", "logistic", StepHyFed, 2, 3, 1, false, false, 1000, 1e-8},
 		{"logistic grid 2x3 half active", "logistic", StepBlock, 2, 3, 0.5, false, false, 1000, 1e-6},
 		{"logistic horizontal 3", "logistic", StepBlock, 3, 1, 1, false, true, 800, 1e-8},
 		{"logistic vertical 3 sealed primal", "logistic", StepBlock, 1, 3, 0.5, true, false, 800, 1e-6},

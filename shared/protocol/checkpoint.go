@@ -195,7 +195,7 @@ type setupState struct {
 	NumFeatures int
 	Clients     []helloState
 	Norms       []byte
-	GroupStats  []float64
+	GroupStats  []float64 // the retired hyfed rule's; read and ignored
 	// Keys is the threshold key's setup (absent with the shared key).
 	Keys *keyCheckpoint
 	// Prep is what a federation with a schema found in its preparation
@@ -282,7 +282,7 @@ func (c *Coordinator) checkpoint() *Checkpoint {
 // encodeSetup encodes the setup part.
 func (c *Coordinator) encodeSetup() []byte {
 	st := setupState{Version: checkpointVersion, Scheme: c.scheme.Name(), Config: c.cfg,
-		Fingerprint: c.fingerprint, NumFeatures: c.numFeatures, GroupStats: c.groupStats, Keys: c.keyCheckpoint(), Notices: c.notices}
+		Fingerprint: c.fingerprint, NumFeatures: c.numFeatures, Keys: c.keyCheckpoint(), Notices: c.notices}
 	for _, cs := range c.clients {
 		h := helloState{}
 		if cs.hello != nil {
@@ -376,10 +376,10 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 	if err := c.restoreLens(c.alpha, len(c.chunkGroup), c.sampleExtent); err != nil {
 		return nil, fmt.Errorf("restore: dual values: %w", err)
 	}
-	if len(st.GroupStats) != 2*len(c.groups) || len(rs.W) != c.numFeatures || len(rs.HatW) != len(c.clients) {
+	if len(rs.W) != c.numFeatures || len(rs.HatW) != len(c.clients) {
 		return nil, fmt.Errorf("restore: saved state does not match the registrations")
 	}
-	c.groupStats, c.w = st.GroupStats, rs.W
+	c.w = rs.W
 	if len(rs.Kappa) != 0 && len(rs.Kappa) != len(c.groups) || !(rs.Sigma >= 0) {
 		return nil, fmt.Errorf("restore: %d Gram factors for %d groups, scale %v", len(rs.Kappa), len(c.groups), rs.Sigma)
 	}

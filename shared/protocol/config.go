@@ -26,21 +26,14 @@ const (
 	// dual line search along the combined direction, beyond 1 up to the
 	// feasibility limit (docs/design.md, "The step rules").
 	StepBlock = "block"
-	// StepHyFed is the earlier default: synchronized picks within a sample
-	// group, a local sequential estimate of x.w, and a line search by the
-	// server over the round's aggregated direction (docs/design.md, "The step rules").
-	StepHyFed = "hyfed"
 	// StepPaper is Algorithm 5 of the HyFDCA paper as published: w fixed in the
 	// local loop, independent picks, a fixed gamma, updates averaged over
 	// |B_n| (with the correct closed-form hinge step of docs/design.md section 1).
 	StepPaper = "paper"
 )
 
-// Local sequential estimates of the default step.
-const (
-	EstimateMeanField = "meanfield"
-	EstimateHolders   = "holders"
-)
+// retiredStep is the step rule the block step replaced: refused by name.
+const retiredStep = "hyfed"
 
 // Step size searches of the default step rule.
 const (
@@ -56,7 +49,7 @@ const (
 type Config struct {
 	Lambda float64 `json:"lambda"`
 	Loss   string  `json:"loss"` // hinge or logistic
-	Step   string  `json:"step"` // block (default), hyfed or paper
+	Step   string  `json:"step"` // block (default) or paper
 	// Inner is H, the number of samples each client (paper) or each sample
 	// group (block, hyfed; block caps it at MaxBlockPicks) updates per round. Zero: computed from IIC when the
 	// federation starts, H = ceil(IIC * N / clients).
@@ -70,15 +63,11 @@ type Config struct {
 	// round; 1 means all.
 	Fraction float64 `json:"fraction"`
 	Rounds   int     `json:"rounds"`
-	// Search picks the step's size along the round's direction (block,
-	// hyfed): "dual" (the dual's maximiser; block's default) or "primal"
-	// (the smallest primal among steps that gain at least half as much
-	// dual as the maximiser; hyfed's default).
+	// Search picks the step's size along the round's direction (block):
+	// "dual" (the dual's maximiser; the default) or "primal" (the smallest
+	// primal among steps that gain at least half as much dual as the
+	// maximiser).
 	Search string `json:"search"`
-	// Estimate is how a holder estimates the other holders' share of the
-	// change of x.w in its local loop: "meanfield" (group statistics) or
-	// "holders" (|B_n| times its own share, docs/design.md, "The step rules").
-	Estimate string `json:"estimate,omitempty"`
 	// Seed drives the server's participation draws.
 	Seed uint64 `json:"seed,omitempty"`
 	// Clients is the number of participants the federation waits for
@@ -157,7 +146,7 @@ type Config struct {
 	// seals its weights per feature, the server adds the ciphertexts, a
 	// participant opens the sum, and the server divides by the public
 	// number of active holders of each feature. The dual-related settings
-	// (Step, Search, Estimate, Gamma, SealPrimal) do not apply.
+	// (Step, Search, Gamma, SealPrimal) do not apply.
 	//
 	// fedhybrid (the FedHybrid paper, horizontal partitions, logistic loss) runs
 	// the same way: each active participant takes a gradient- or
@@ -228,7 +217,7 @@ const (
 // step's search, the quorum) are filled by Validate.
 func Defaults() Config {
 	return Config{Algo: AlgoHyFDCA, Loss: "hinge", Lambda: DefaultLambda, Step: StepBlock, IIC: DefaultIIC,
-		Fraction: 1, Rounds: DefaultRounds, Estimate: EstimateMeanField, Gamma: 1, GroupSteps: true, SharedDirections: gram.SharedDirections, SolveOnce: true, FindBias: true,
+		Fraction: 1, Rounds: DefaultRounds, Gamma: 1, GroupSteps: true, SharedDirections: gram.SharedDirections, SolveOnce: true, FindBias: true,
 		Keys: KeysShared, KeyCommittee: DefaultKeyCommittee, KeyThreshold: DefaultKeyThreshold}
 }
 
@@ -301,8 +290,11 @@ func (c *Config) Validate() error {
 	if c.Step == "" {
 		c.Step = StepBlock
 	}
-	if c.Step != StepBlock && c.Step != StepHyFed && c.Step != StepPaper {
-		return fmt.Errorf("config: step %q: want %s, %s or %s", c.Step, StepBlock, StepHyFed, StepPaper)
+	if c.Step == retiredStep {
+		return fmt.Errorf("config: step %q was retired: the block step (%s, the default) replaced it; docs/results/step-study.md keeps its measurements", c.Step, StepBlock)
+	}
+	if c.Step != StepBlock && c.Step != StepPaper {
+		return fmt.Errorf("config: step %q: want %s or %s", c.Step, StepBlock, StepPaper)
 	}
 	if c.Step != StepBlock || c.Baseline() {
 		// the block step's alone (on by default)
@@ -334,19 +326,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("config: bias feature %d with value %v: want a feature index below the feature count and a finite value of at most 100 in magnitude (0: no bias)", c.BiasFeature, c.BiasValue)
 	}
 	if c.Search == "" {
-		c.Search = SearchPrimal
-		if c.Step == StepBlock {
-			c.Search = SearchDual
-		}
+		c.Search = SearchDual
 	}
 	if c.Search != SearchDual && c.Search != SearchPrimal {
 		return fmt.Errorf("config: search %q: want %s or %s", c.Search, SearchDual, SearchPrimal)
-	}
-	if c.Estimate == "" {
-		c.Estimate = EstimateMeanField
-	}
-	if c.Estimate != EstimateMeanField && c.Estimate != EstimateHolders {
-		return fmt.Errorf("config: estimate %q: want %s or %s", c.Estimate, EstimateMeanField, EstimateHolders)
 	}
 	if c.Gamma == 0 {
 		c.Gamma = 1

@@ -141,7 +141,6 @@ type Coordinator struct {
 
 	alpha      seal.Vec  // enc(a)
 	norms      seal.Vec  // enc(q)
-	groupStats []float64 // per group: sum of holders' ||mean||^2, sum of variances
 	w          []float64
 
 	round   int
@@ -764,11 +763,7 @@ func (c *Coordinator) sendSetup(k int, norms bool) {
 
 func (c *Coordinator) sendNorms(k int) {
 	v := seal.Restrict(c.scheme, c.norms, c.clients[k].slots)
-	var sums []float64
-	for _, g := range c.clients[k].groups {
-		sums = append(sums, c.groupStats[2*g], c.groupStats[2*g+1])
-	}
-	m := Message{Kind: KindNorms, Sealed: v, GroupStats: sums}
+	m := Message{Kind: KindNorms, Sealed: v}
 	if c.prep != nil {
 		m.TrainN = c.numTrain // with labels, once the preparation resolved them
 	}
@@ -795,14 +790,6 @@ func (c *Coordinator) start() {
 func (c *Coordinator) awaitNorms(all []int) {
 	c.awaitSum(PhaseSetup, KindNormsPart, all, func(p *phaseState) {
 		c.norms = p.sum
-		c.groupStats = make([]float64, 2*len(c.groups))
-		for _, k := range sortedKeys(p.replies) {
-			m := p.replies[k]
-			for lg, g := range c.clients[k].groups {
-				c.groupStats[2*g] += m.GroupStats[2*lg]
-				c.groupStats[2*g+1] += m.GroupStats[2*lg+1]
-			}
-		}
 		if len(p.dropped) > 0 {
 			// A norm sum without every holder is wrong for good: wait for
 			// them to return and sum again.
@@ -1018,14 +1005,7 @@ func (c *Coordinator) check(k int, m Message) error {
 				return err
 			}
 		}
-		if len(m.GroupStats) != 2*len(cs.groups) {
-			return fmt.Errorf("norms-part: %d group statistics for %d groups", len(m.GroupStats), len(cs.groups))
-		}
-		for _, v := range m.GroupStats {
-			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("norms-part: group statistic %v is not a finite non-negative number", v)
-			}
-		}
+
 	case KindMetrics:
 		n := 1
 		if len(c.phaseGrid) > 0 {

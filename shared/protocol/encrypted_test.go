@@ -33,7 +33,7 @@ func TestEncryptedRunMatchesPlaintext(t *testing.T) {
 		name, step string
 		data       *dataset.Dataset
 		bias       bool
-	}{{"block", StepBlock, d, false}, {"block dealt with bias", StepBlock, dealt, true}, {"hyfed", StepHyFed, d, false}, {"paper", StepPaper, d, false}} {
+	}{{"block", StepBlock, d, false}, {"block dealt with bias", StepBlock, dealt, true}, {"paper", StepPaper, d, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{Lambda: 1e-2, Step: tc.step, Inner: 12, Fraction: 0.5, Rounds: 25, Seed: 5}
 			if tc.bias {
@@ -106,7 +106,7 @@ func TestEncryptedTrafficHoldsNoSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, step := range []string{StepBlock, StepBlock + "+group-steps", StepHyFed, StepPaper} {
+	for _, step := range []string{StepBlock, StepBlock + "+group-steps", StepPaper} {
 		cfg := Config{Lambda: 1e-2, Step: step, Inner: 10, Fraction: 0.7, Rounds: 15, Seed: 3}
 		if rule, ok := strings.CutSuffix(step, "+group-steps"); ok {
 			cfg.Step, cfg.GroupSteps = rule, true
@@ -183,7 +183,6 @@ func TestEncryptedTrafficHoldsNoSecrets(t *testing.T) {
 			add("GridLoss", m.GridLoss...)
 			add("GridConj", m.GridConj...)
 			add("GridWDot", m.GridWDot...)
-			add("GroupStats", m.GroupStats...)
 			if len(m.DWCentered) > 0 {
 				centered++
 			}

@@ -189,7 +189,6 @@ func TestGroupStepsDefault(t *testing.T) {
 		want bool
 	}{
 		{"block", func(*Config) {}, true},
-		{"hyfed step", func(c *Config) { c.Step = StepHyFed }, false},
 		{"paper step", func(c *Config) { c.Step = StepPaper }, false},
 		{"fedavg", func(c *Config) { c.Algo, c.StepA, c.StepB = "fedavg", 0.1, 1 }, false},
 	} {

@@ -203,10 +203,6 @@ type Message struct {
 	// held (quantised) dual values, whatever w has drifted to.
 	GridWDot []float64 `json:",omitempty"`
 
-	// norms-part: per local group, the block's ||mean row||^2 and centered
-	// variance over the group's training samples; norms: the sums over the
-	// group's holders (group-level aggregates, as public as hat_w).
-	GroupStats []float64
 	// norms-part after a preparation: per local group, its training and
 	// held-out samples left out for want of a label and its samples whose
 	// holders' labels disagree (3 numbers a group); per feature, the
@@ -335,7 +331,7 @@ func (m *Message) WireSize(s seal.Scheme) int {
 	}
 	n += 8*(len(m.Magnitudes)+len(m.Labels)+len(m.Scales)) + len(m.Heldout) + 8*len(m.Features) + len(m.Fingerprint) + 8*(len(m.Groups)+len(m.ActiveHolders)+len(m.Report))
 	n += 8 * (len(m.GramAt) + len(m.Kappa) + len(m.GroupScale) + len(m.GroupCentered) + len(m.DWCentered))
-	n += 8 * (len(m.W) + len(m.HatW) + len(m.DW) + len(m.GroupStats) + len(m.Grid) + 2*len(m.GridLoss) + len(m.GridWDot) + 2*len(m.GridTrainOK))
+	n += 8 * (len(m.W) + len(m.HatW) + len(m.DW) + len(m.Grid) + 2*len(m.GridLoss) + len(m.GridWDot) + 2*len(m.GridTrainOK))
 	n += 8 * 8
 	if m.Setup != nil {
 		n += 8 * (len(m.Setup.Slots) + len(m.Setup.Group) + len(m.Setup.Holders) + len(m.Setup.StatSlots) + len(m.Setup.Magnitudes) + len(m.Setup.Intercept))

@@ -65,7 +65,6 @@ type Participant struct {
 	// kept (SolveOnce): the directions this participant solved and sealed
 	// this round, so that it need not open its own chunks again
 	kept   *keptSolve
-	est    []groupEstimate  // per local group, for the local sequential estimate
 	hybrid *fedhybrid.Node  // fedhybrid: x_i and lambda_i (nil until the first round after a setup)
 	keys   *participantKeys // threshold keys (nil: shared keys)
 	stored []byte           // a threshold key state to take up again (RestoreKeyState)
@@ -76,20 +75,6 @@ type Participant struct {
 	raw      *partition.Block
 	excluded []bool
 	maps     []schema.Map
-}
-
-// groupEstimate holds what a holder needs to estimate how the other
-// holders' blocks of a sample move x.w during its local loop: its own
-// block's mean row over the group, the mean-field coupling of the other
-// blocks (sum of their squared mean norms) and the ratio of their centered
-// variance to its own.
-type groupEstimate struct {
-	mu       []float64
-	muNorm   float64 // ||mu||^2
-	variance float64 // mean ||x_k,i - mu||^2
-	others   float64 // C: sum over the other holders of ||mu_k'||^2
-	rho      float64 // (sum over the other holders of their variance) / variance
-	xmu      []float64
 }
 
 // beforeSetup reports whether a participant takes a message of kind k
@@ -179,9 +164,6 @@ func (p *Participant) Handle(m Message) ([]Message, error) {
 		if err != nil {
 			return nil, fmt.Errorf("participant: norms: %w", err)
 		}
-		if err := p.setGroupSums(m.GroupStats); err != nil {
-			return nil, err
-		}
 		if p.raw != nil {
 			// the training samples with labels, known once every holder
 			// has resolved its labels
@@ -198,10 +180,10 @@ func (p *Participant) Handle(m Message) ([]Message, error) {
 	case KindStep:
 		return p.onStep(m)
 	case KindDirection:
-		if p.setup.Config.Step == StepBlock {
-			return p.onBlockDirection(m)
+		if p.setup.Config.Step != StepBlock {
+			return nil, fmt.Errorf("participant: a direction under step %s", p.setup.Config.Step)
 		}
-		return p.onDirection(m)
+		return p.onBlockDirection(m)
 	case KindPrep:
 		return p.onPrep(m)
 	case KindGram:
@@ -317,7 +299,6 @@ func (p *Participant) setupData() ([]Message, error) {
 	if err := p.checkBias(); err != nil {
 		return nil, err
 	}
-	p.computeEstimates()
 	if !s.SendNorms {
 		return nil, nil
 	}
@@ -329,57 +310,7 @@ func (p *Participant) setupData() ([]Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("participant: norms: %w", err)
 	}
-	stats := make([]float64, 0, 2*len(p.est))
-	for _, e := range p.est {
-		stats = append(stats, e.muNorm, e.variance)
-	}
-	return []Message{{Kind: KindNormsPart, Sealed: v, GroupStats: stats}}, nil
-}
-
-// computeEstimates computes the block's mean row and centered variance over
-// each group's training samples.
-func (p *Participant) computeEstimates() {
-	x := p.block.X
-	p.est = make([]groupEstimate, len(p.groupTrain))
-	xmu := make([]float64, p.block.N())
-	for g, rows := range p.groupTrain {
-		e := &p.est[g]
-		e.mu = make([]float64, len(p.block.Features))
-		if len(rows) == 0 {
-			continue
-		}
-		inv := 1 / float64(len(rows))
-		for _, i := range rows {
-			x.AddRowTo(i, inv, e.mu)
-		}
-		for _, v := range e.mu {
-			e.muNorm += v * v
-		}
-		sq := 0.0
-		for _, i := range rows {
-			xmu[i] = x.Dot(i, e.mu)
-			sq += x.RowNormSq(i)
-		}
-		// mean ||x - mu||^2 = mean ||x||^2 - ||mu||^2
-		e.variance = math.Max(0, sq*inv-e.muNorm)
-		e.xmu = xmu
-	}
-}
-
-// setGroupSums takes the server's per-group sums of the holders' squared
-// mean norms and variances.
-func (p *Participant) setGroupSums(sums []float64) error {
-	if len(sums) != 2*len(p.est) {
-		return fmt.Errorf("participant: %d group sums for %d groups", len(sums), len(p.est))
-	}
-	for g := range p.est {
-		e := &p.est[g]
-		e.others = math.Max(0, sums[2*g]-e.muNorm)
-		if e.variance > 0 {
-			e.rho = math.Max(0, sums[2*g+1]-e.variance) / e.variance
-		}
-	}
-	return nil
+	return []Message{{Kind: KindNormsPart, Sealed: v}}, nil
 }
 
 // primal returns hat_w_k = sum over training samples of alpha_n x_{k,n}.
@@ -443,34 +374,6 @@ func (p *Participant) onStep(m Message) ([]Message, error) {
 	var vals []float64
 	cfg := p.setup.Config
 	switch cfg.Step {
-	case StepHyFed:
-		if len(m.ActiveHolders) != len(m.Groups) {
-			return nil, fmt.Errorf("participant: step: %d groups but %d holder counts", len(m.Groups), len(m.ActiveHolders))
-		}
-		for gi, g := range m.Groups {
-			if g < 0 || g >= len(p.groupTrain) || m.ActiveHolders[gi] < 1 {
-				return nil, fmt.Errorf("participant: step: bad group %d", g)
-			}
-			c := float64(m.ActiveHolders[gi])
-			e := &p.est[g]
-			// v is this block's share of the round's change of w, sigma the
-			// sum of the changes of the dual values, muv = mu.v.
-			v := make([]float64, len(p.block.Features))
-			sigma, muv := 0.0, 0.0
-			picks := pick(p.groupTrain[g], cfg.Inner, p.secret.PickSeed(p.setup.GroupKeys[g], m.Round))
-			for _, i := range picks {
-				z := p.ip[i] + p.estimate(e, i, v, sigma, muv)
-				d := p.loss.Step(p.alpha[i], p.block.Y[i], z, p.q[i], p.lambdaN)
-				if d == 0 {
-					continue
-				}
-				p.block.X.AddRowTo(i, d/p.lambdaN, v)
-				sigma += d
-				muv += d / p.lambdaN * e.xmu[i]
-				slots = append(slots, p.setup.Slots[i])
-				vals = append(vals, d/c)
-			}
-		}
 	case StepPaper:
 		// Independent picks, w fixed: Algorithm 5 as published.
 		seed := p.secret.PickSeed("client "+p.pseud[0], m.Round)
@@ -491,23 +394,6 @@ func (p *Participant) onStep(m Message) ([]Message, error) {
 	return []Message{reply}, nil
 }
 
-// estimate returns the change of x_i.w caused by the steps taken so far in
-// the round. This block's part is exact; the other holders' parts are
-// estimated from group statistics alone: a mean-field term (every row of a
-// block is its mean plus a centered part, so the mean parts couple through
-// C = sum of the others' ||mu||^2) plus the centered coupling of this block
-// scaled by the others' share of centered variance. With one holder it is
-// exact; no per-sample value of another block is needed.
-func (p *Participant) estimate(e *groupEstimate, i int, v []float64, sigma, muv float64) float64 {
-	own := p.block.X.Dot(i, v)
-	if p.setup.Config.Estimate == EstimateHolders {
-		return float64(p.setup.Holders[i]) * own
-	}
-	s := sigma / p.lambdaN
-	centered := own - e.xmu[i]*s - muv + e.muNorm*s
-	return own + e.others*s + e.rho*centered
-}
-
 // pick returns k of the samples, without replacement, from a seeded shuffle.
 func pick(samples []int, k int, seed uint64) []int {
 	if k >= len(samples) {
@@ -520,18 +406,6 @@ func pick(samples []int, k int, seed uint64) []int {
 		idx[i], idx[j] = idx[j], idx[i]
 	}
 	return idx[:k]
-}
-
-func (p *Participant) onDirection(m Message) ([]Message, error) {
-	d, err := seal.OpenSlots(p.key, m.Sealed, p.setup.Slots)
-	if err != nil {
-		return nil, fmt.Errorf("participant: direction: %w", err)
-	}
-	out, err := p.directionPart(m.Round, d, p.reportSet(m.Report))
-	if err != nil {
-		return nil, err
-	}
-	return []Message{out}, nil
 }
 
 // directionPart keeps the round's direction d (per local sample) and
@@ -854,7 +728,7 @@ func finiteFields(m Message) error {
 	for _, f := range [...]struct {
 		name string
 		vs   []float64
-	}{{"W", m.W}, {"Grid", m.Grid}, {"GroupStats", m.GroupStats}, {"Gamma", []float64{m.Gamma}},
+	}{{"W", m.W}, {"Grid", m.Grid}, {"Gamma", []float64{m.Gamma}},
 		{"Sigma", []float64{m.Sigma}}, {"SigmaShared", []float64{m.SigmaShared}}, {"Kappa", m.Kappa}, {"GroupScale", m.GroupScale}, {"GroupCentered", m.GroupCentered}} {
 		for i, v := range f.vs {
 			if math.IsNaN(v) || math.IsInf(v, 0) {

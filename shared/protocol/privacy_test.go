@@ -14,7 +14,7 @@ import (
 // groups' picks: only chunks of the Grams of groups it holds.
 func TestClientsReceiveOnlyTheirOwnSlots(t *testing.T) {
 	d := testData(200, 8, 12)
-	for _, step := range []string{StepBlock, StepHyFed, StepPaper} {
+	for _, step := range []string{StepBlock, StepPaper} {
 		f := newFed(t, gridBlocks(d, 2, 2), Config{Lambda: 1e-2, Step: step, Inner: 10, Fraction: 0.7, Rounds: 20, Seed: 3})
 		checkOwnSlots(t, f, step)
 	}

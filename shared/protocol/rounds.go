@@ -54,7 +54,7 @@ func (c *Coordinator) nextRound() {
 
 // roundFlow is what the phases of a HyFDCA round hand to the next one. A
 // round runs as a sequence of phases, each started by a send and an await
-// and ended by a named handler (gramsIn or deltasIn, directionIn,
+// and ended by a named handler (gramsIn, directionIn,
 // trialSumsIn, trialMetricsIn, then applyPhase and finishRound); the
 // handlers take what earlier phases found from here.
 type roundFlow struct {
@@ -96,11 +96,8 @@ func (hyfdcaRule) round(c *Coordinator) {
 			refresh = append(refresh, k)
 		}
 	}
-	step := c.hyfedStep
-	switch c.cfg.Step {
-	case StepBlock:
-		step = c.blockStep
-	case StepPaper:
+	step := c.blockStep
+	if c.cfg.Step == StepPaper {
 		step = c.paperStep
 	}
 	full := c.needFullIP || c.round%fullIPEvery == 0
@@ -293,56 +290,7 @@ func (c *Coordinator) recomputeW() {
 	}
 }
 
-// hyfedStep updates the sample groups whose holders are all here and at
-// least one of them active: every holder of such a group contributes its
-// block to the direction's dw, so the server's line search is exact.
-func (c *Coordinator) hyfedStep() {
-	targets := c.selectUpdating()
-	if len(targets) == 0 {
-		c.trialPhase(nil, 0)
-		return
-	}
-	for _, k := range targets {
-		cs := c.clients[k]
-		m := Message{Kind: KindStep, Round: c.round, Active: cs.activeRound}
-		for _, gi := range c.updating {
-			lg, ok := cs.localGroup[gi]
-			if !ok {
-				continue
-			}
-			n := 0
-			for _, h := range c.groups[gi].holders {
-				if c.clients[h].activeRound {
-					n++
-				}
-			}
-			m.Groups = append(m.Groups, lg)
-			m.ActiveHolders = append(m.ActiveHolders, n)
-		}
-		c.send(k, m)
-	}
-	c.awaitSum(PhaseStep, KindDelta, targets, c.deltasIn)
-}
-
-// deltasIn: the hyfed rule's sealed local changes are in. Their sum per
-// group, the round's direction d, goes back to the group's holders.
-func (c *Coordinator) deltasIn(p *phaseState) {
-	// A chunk holds one group's samples.
-	targets, d, ok := c.sumUpdating(p, func(ci int) int { return c.chunkGroup[ci] })
-	if !ok {
-		return
-	}
-	c.flow.targets = targets
-	c.direction = d
-	report := c.reporters(targets)
-	for _, k := range targets {
-		v := seal.Restrict(c.scheme, d, c.clients[k].slots)
-		c.send(k, Message{Kind: KindDirection, Round: c.round, Sealed: v, Report: report[k]})
-	}
-	c.awaitSum(PhaseDirection, KindDirPart, targets, c.directionIn)
-}
-
-// directionIn (block, hyfed): every holder's share dw_k of the primal
+// directionIn (block): every holder's share dw_k of the primal
 // direction and the conjugate change are in. Without sealed primal the
 // server adds the shares itself (block: and measures kappa); with it, a
 // participant opens their sealed sum. Then the line search.
@@ -352,14 +300,11 @@ func (c *Coordinator) directionIn(p *phaseState) {
 		return
 	}
 	targets := c.flow.targets
-	dconj, gmax := 0.0, 1.0
-	if c.cfg.Step == StepBlock {
-		gmax = maxBlockStep
-	}
+	dconj, gmax := 0.0, maxBlockStep
 	for _, k := range targets {
 		m := p.replies[k]
 		dconj += m.DConj
-		if c.cfg.Step == StepBlock && m.GammaMax > 0 {
+		if m.GammaMax > 0 {
 			gmax = math.Min(gmax, m.GammaMax)
 		}
 	}
@@ -369,9 +314,7 @@ func (c *Coordinator) directionIn(p *phaseState) {
 			c.dirDW[k] = p.replies[k].DW
 			c.clients[k].lastDW, c.clients[k].lastDWRound = p.replies[k].DW, c.round
 		}
-		if c.cfg.Step == StepBlock {
-			c.measureKappa()
-		}
+		c.measureKappa()
 		if c.flow.groupSteps && c.groupLineSearch(targets, p.replies) {
 			return
 		}

@@ -211,7 +211,7 @@ func TestWrongSecretIsRejected(t *testing.T) {
 // one exact coordinate step, under either rule.
 func TestOneClientH1DualNeverDecreases(t *testing.T) {
 	d := testData(120, 6, 8)
-	for _, step := range []string{StepBlock, StepHyFed, StepPaper} {
+	for _, step := range []string{StepBlock, StepPaper} {
 		f := newFed(t, gridBlocks(d, 1, 1), Config{Lambda: 1e-2, Step: step, Inner: 1, Rounds: 300, Seed: 4})
 		h := f.run(t)
 		for i := 1; i < len(h); i++ {

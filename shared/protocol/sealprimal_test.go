@@ -28,7 +28,6 @@ func TestSealPrimalReachesTheSameOptimum(t *testing.T) {
 		// SealPrimal is the sum of the quantised shares: the two runs part
 		// by the rounding and meet at the optimum.
 		{"block plaintext", Config{Lambda: lambda, Inner: 20, Fraction: 0.7, Rounds: 400, Seed: 5}, seal.Plaintext{Len: 64}, 1.1e-4, 1e-6},
-		{"hyfed plaintext", Config{Lambda: lambda, Step: StepHyFed, Inner: 20, Fraction: 0.7, Rounds: 400, Seed: 5}, seal.Plaintext{Len: 64}, 1.1e-4, 1e-8},
 		{"paper plaintext", Config{Lambda: lambda, Step: StepPaper, Inner: 2, Gamma: 0.5, Fraction: 0.7, Rounds: 300, Seed: 5}, seal.Plaintext{Len: 64}, 0, 1e-6},
 		// Under BGV the runs part by the rounding until both reach the optimum:
 		// 200 rounds (picks fill the Gram's chunk: every violator of these small groups).
@@ -85,7 +84,7 @@ func TestSealPrimalTrafficHoldsNoPrimalShare(t *testing.T) {
 	blocks := gridBlocks(d, 2, 2)
 	scheme := bgvScheme(t)
 	key, all := testKeyAndFeatures(t, scheme, d.M())
-	for _, step := range []string{StepHyFed, StepPaper} {
+	for _, step := range []string{StepBlock, StepPaper} {
 		f := newFedScheme(t, blocks, Config{Lambda: 1e-2, Step: step, Inner: 10, Gamma: 0.5, Rounds: 12, Seed: 3, SealPrimal: true}, scheme)
 		var mu sync.Mutex
 		shares := map[int]map[int][]float64{} // round -> client -> its sealed share (this round's last)
@@ -173,7 +172,7 @@ func TestSealPrimalTrafficHoldsNoPrimalShare(t *testing.T) {
 func TestSealPrimalRestore(t *testing.T) {
 	d := testData(200, 8, 4)
 	blocks := gridBlocks(d, 2, 2)
-	for _, step := range []string{StepHyFed, StepPaper} {
+	for _, step := range []string{StepBlock, StepPaper} {
 		t.Run(step, func(t *testing.T) {
 			var final [2]float64
 			for i, sealed := range []bool{false, true} {
@@ -192,7 +191,13 @@ func TestSealPrimalRestore(t *testing.T) {
 				final[i] = h[len(h)-1].Primal
 			}
 			t.Logf("final primal after a restore: %.10g plain, %.10g sealed", final[0], final[1])
-			if math.Abs(final[0]-final[1]) > 1e-8*final[0] {
+			// The block step measures sigma' from u, under SealPrimal the sum
+			// of the quantised shares: its two runs part by the rounding.
+			tol := 1e-8
+			if step == StepBlock {
+				tol = 1e-5
+			}
+			if math.Abs(final[0]-final[1]) > tol*final[0] {
 				t.Fatalf("restored runs end at %.10g (plain primal) and %.10g (sealed primal)", final[0], final[1])
 			}
 		})

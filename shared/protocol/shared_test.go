@@ -26,7 +26,7 @@ func TestSharedDirectionsConfig(t *testing.T) {
 	}{
 		{"block", func(*Config) {}, gram.SharedDirections, ""},
 		{"block, none", func(c *Config) { c.SharedDirections = 0 }, 0, ""},
-		{"hyfed step", func(c *Config) { c.Step = StepHyFed }, 0, ""},
+		{"paper step", func(c *Config) { c.Step = StepPaper }, 0, ""},
 		{"fedavg", func(c *Config) { c.Algo, c.StepA, c.StepB = "fedavg", 0.1, 1 }, 0, ""},
 		{"negative", func(c *Config) { c.SharedDirections = -1 }, 0, "shared directions -1"},
 		{"beyond the picks", func(c *Config) { c.SharedDirections = MaxBlockPicks + 1 }, 0, "shared directions 513"},

@@ -259,7 +259,7 @@ func fields(m *Message) string {
 	for _, v := range []struct {
 		name string
 		v    []float64
-	}{{"w", m.W}, {"grid", m.Grid}, {"hat-w", m.HatW}, {"dw", m.DW}, {"grid-loss", m.GridLoss}, {"grid-conj", m.GridConj}, {"grid-wdot", m.GridWDot}, {"group-stats", m.GroupStats}} {
+	}{{"w", m.W}, {"grid", m.Grid}, {"hat-w", m.HatW}, {"dw", m.DW}, {"grid-loss", m.GridLoss}, {"grid-conj", m.GridConj}, {"grid-wdot", m.GridWDot}} {
 		if len(v.v) > 0 {
 			add(v.name, nums(v.v))
 		}

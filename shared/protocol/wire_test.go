@@ -22,7 +22,7 @@ func wireSample(t testing.TB) (seal.Scheme, Message) {
 		t.Fatal(err)
 	}
 	m := Message{Kind: KindIP, Round: 7, Report: []int{0}, Grid: []float64{0, 0.25}, Sealed: v,
-		Setup: &Setup{Slots: []int{1, 2}, Config: Config{Lambda: 1e-3, Step: StepHyFed}}}
+		Setup: &Setup{Slots: []int{1, 2}, Config: Config{Lambda: 1e-3, Step: StepPaper}}}
 	return s, m
 }
 

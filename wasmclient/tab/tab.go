@@ -215,7 +215,7 @@ func (s *Sent) clone() *Sent {
 // PlainNumbers counts the numbers a message carries in plaintext (outside
 // its sealed vectors).
 func PlainNumbers(m *protocol.Message) int {
-	n := len(m.HatW) + len(m.DW) + len(m.W) + len(m.Grid) + len(m.GroupStats) +
+	n := len(m.HatW) + len(m.DW) + len(m.W) + len(m.Grid) +
 		len(m.GridLoss) + len(m.GridConj) + len(m.GridWDot) + len(m.GridTrainOK) + len(m.GridHeldOK)
 	if m.DConj != 0 {
 		n++
