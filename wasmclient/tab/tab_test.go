@@ -292,7 +292,7 @@ func TestRunWrongSecret(t *testing.T) {
 func TestReplayIsFaithful(t *testing.T) {
 	bs := blocks(t)
 	sec, _ := secret.New()
-	cfg := protocol.Config{Lambda: 1e-2, Loss: "hinge", Step: "hyfed", Search: "primal", Estimate: "meanfield", Gamma: 1, Inner: 40, Rounds: 3, Fraction: 1, Clients: len(bs), Seed: 1}
+	cfg := protocol.Config{Lambda: 1e-2, Loss: "hinge", Step: "block", Gamma: 1, Inner: 40, Rounds: 3, Fraction: 1, Clients: len(bs), Seed: 1}
 	thr := cfg
 	thr.Keys, thr.KeyCommittee, thr.KeyThreshold = protocol.KeysThreshold, 3, 2
 	var enc []byte
