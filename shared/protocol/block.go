@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"github.com/hyfed/hyfed/shared/solve"
 	"maps"
 	"math"
 	"slices"
@@ -47,10 +48,6 @@ import (
 // group seals H(H+1)/2 Gram entries a round (512: 33 ciphertexts at ring
 // degree 4096).
 const MaxBlockPicks = 512
-
-// blockStepFactors are the multiples of the line search's step that the
-// block rule also prices.
-var blockStepFactors = []float64{0.5, 0.8, 1.25, 2}
 
 // maxBlockStep bounds a step along the combined direction when no picked
 // dual value limits it.
@@ -550,11 +547,12 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 				t++
 			}
 		}
+		sub := p.sub(picks)
 		var delta []float64
 		if shared > 0 {
-			delta = p.solveGroup(picks, gram.Split(a, h, shared, m.Sigma, m.SigmaShared), 1)
+			delta = solve.Group(sub, solve.NewGram(gram.Split(a, h, shared, m.Sigma, m.SigmaShared), h), 1, nil, nil)
 		} else {
-			delta = p.solveGroup(picks, a, m.Sigma)
+			delta = solve.Group(sub, solve.NewGram(a, h), m.Sigma, nil, nil)
 		}
 		if once {
 			quantize(delta) // what the other holders get
@@ -572,8 +570,8 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 			for r := range h {
 				zoff[r] = vec.Dot(a[r*h:(r+1)*h], delta) / p.lambdaN
 			}
-			centerGram(a, h)
-			cent := p.solveGroupFrom(picks, newGramModel(a, h), m.Sigma, delta, zoff)
+			solve.CenterGram(a, h)
+			cent := solve.Group(sub, solve.NewGram(a, h), m.Sigma, delta, zoff)
 			if once {
 				quantize(cent)
 			}
@@ -822,118 +820,11 @@ func (p *Participant) dirShare(d, base []float64, report []bool) ([]float64, flo
 	return dw, dconj
 }
 
-// solveGroup maximises by coordinate ascent, from zero, the group's
-// subproblem over the picks' dual changes d:
-//
-//	sum_i -l*(-(a_i + d_i)) - d.z - sigma/(2 lambda N) d^T A d   (times 1/N)
-//
-// with z the picks' margins x_i.w: sequential SDCA on the picks against the
-// model Gram A, sweeping forward and backward, until a sweep adds less than
-// solveSweepGain of what the solve has gained, or no coordinate moves by
-// 1e-8 (at most 300 sweeps). Every holder runs it on the same numbers in
-// the same order and gets the same d.
-func (p *Participant) solveGroup(picks []int, a []float64, sigma float64) []float64 {
-	return p.solveGroupFrom(picks, newGramModel(a, len(picks)), sigma, nil, nil)
-}
-
-// solveGroupFrom is solveGroup against the model a (a Gram, or a group's
-// rows: soleholder.go) from the picks' dual values moved by base and their
-// margins by zoff (nil: none): the subproblem's continuation from a point
-// it reached.
-func (p *Participant) solveGroupFrom(picks []int, a subModel, sigma float64, base, zoff []float64) []float64 {
-	h := len(picks)
-	d := make([]float64, h)
-	// conj[x]: the pick's conjugate term at its current value, so a move
-	// prices its gain with one evaluation.
-	conj := make([]float64, h)
+// sub is group's subproblem at the picks, for solve.Group.
+func (p *Participant) sub(picks []int) solve.Sub {
+	s := solve.Sub{Loss: p.loss, LambdaN: p.lambdaN, Y: make([]float64, len(picks)), Alpha: make([]float64, len(picks)), Z: make([]float64, len(picks))}
 	for x, i := range picks {
-		a0 := p.alpha[i]
-		if base != nil {
-			a0 += base[x]
-		}
-		conj[x] = p.loss.Conj(a0, p.block.Y[i])
+		s.Y[x], s.Alpha[x], s.Z[x] = p.block.Y[i], p.alpha[i], p.ip[i]
 	}
-	gained := 0.0
-	// The dense model's methods are called on its type, not through the
-	// interface, so that they inline: in wasm a call costs several times
-	// what it does natively, and the loop makes three per move.
-	g, dense := a.(*gramModel)
-	for pass := 0; pass < 300; pass++ {
-		maxd, sweep := 0.0, 0.0
-		for c := 0; c < h; c++ {
-			x := c
-			if pass%2 == 1 {
-				x = h - 1 - c
-			}
-			i := picks[x]
-			var mxx, mdx float64
-			if dense {
-				mxx, mdx = g.diag(x), g.at(x)
-			} else {
-				mxx, mdx = a.diag(x), a.at(x)
-			}
-			q := sigma * mxx
-			if q <= 0 {
-				q = 1e-12 // a zero row does not move w
-			}
-			z := p.ip[i] + sigma*mdx/p.lambdaN
-			a0 := p.alpha[i]
-			if base != nil {
-				z += zoff[x]
-				a0 += base[x]
-			}
-			dl := p.loss.Step(a0+d[x], p.block.Y[i], z, q, p.lambdaN)
-			if dl == 0 {
-				continue
-			}
-			// The subproblem's gain from this move (Step maximises it).
-			c := p.loss.Conj(a0+d[x]+dl, p.block.Y[i])
-			sweep += c - conj[x] - dl*z - q*dl*dl/(2*p.lambdaN)
-			conj[x] = c
-			d[x] += dl
-			if dense {
-				g.move(x, dl)
-			} else {
-				a.move(x, dl)
-			}
-			maxd = max(maxd, math.Abs(dl))
-		}
-		gained += sweep
-		if maxd < 1e-8 || sweep <= solveSweepGain*gained {
-			break
-		}
-	}
-	return d
-}
-
-// solveSweepGain ends a group solve: a sweep that adds less than this
-// share of the solve's gain so far. The sweeps' gains fall geometrically
-// but slowly after the first few (the first sweep brings about 95%, and on
-// a sparse grid the 300th still added 1e-7 of the total): the solve then
-// stops about 1e-3 short of the subproblem's optimum, a tenth of the gap
-// left by the next round's picks, at a tenth of the sweeps. Measured
-// (docs/convergence.md): rounds to 1e-2 unchanged, the solve 3-8x faster.
-const solveSweepGain = 1e-5
-
-// centerGram replaces the h x h Gram a of the picks by that of the picks
-// less their mean row, (I - 11^T/h) A (I - 11^T/h): the bias's part (the
-// same in every entry) drops out, and so does whatever the picks share
-// (with images, the mean image).
-func centerGram(a []float64, h int) {
-	mean := make([]float64, h)
-	tot := 0.0
-	for r := 0; r < h; r++ {
-		s := 0.0
-		for c := 0; c < h; c++ {
-			s += a[r*h+c]
-		}
-		mean[r] = s / float64(h)
-		tot += s
-	}
-	tot /= float64(h * h)
-	for r := 0; r < h; r++ {
-		for c := 0; c < h; c++ {
-			a[r*h+c] += tot - mean[r] - mean[c]
-		}
-	}
+	return s
 }

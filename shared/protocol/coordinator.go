@@ -139,9 +139,9 @@ type Coordinator struct {
 	groups      []group
 	chunkGroup  []int // per chunk of the sample layout: its sample group
 
-	alpha      seal.Vec  // enc(a)
-	norms      seal.Vec  // enc(q)
-	w          []float64
+	alpha seal.Vec // enc(a)
+	norms seal.Vec // enc(q)
+	w     []float64
 
 	round   int
 	phase   *phaseState

@@ -2,8 +2,8 @@ package protocol
 
 import (
 	"fmt"
+	"github.com/hyfed/hyfed/shared/solve"
 	"math"
-	"slices"
 	"sort"
 
 	"github.com/hyfed/hyfed/shared/seal"
@@ -471,7 +471,7 @@ func (c *Coordinator) trialPhase(u []float64, gammaD float64) {
 	c.flow.u, c.flow.grid = u, []float64{0}
 	c.flow.trialTo, c.flow.wAtTrial = map[int]bool{}, c.wVersion
 	if u != nil {
-		c.flow.grid = candidateSteps(gammaD, c.gammaMax, c.cfg.Search, c.cfg.Step == StepBlock, c.cfg.Loss != "hinge")
+		c.flow.grid = solve.Candidates(gammaD, c.gammaMax, c.cfg.Search == SearchPrimal, c.cfg.Loss != "hinge")
 	}
 	for _, k := range targets {
 		m := Message{Kind: KindTrial, Round: c.round, W: c.onFeatures(k, u)}
@@ -617,45 +617,6 @@ func (c *Coordinator) applyPhase(u []float64, gamma float64, done func(applied b
 		}
 		done(true)
 	})
-}
-
-// candidateSteps returns the steps to price: 0, the dual's maximiser
-// gammaD and, for the primal search, a grid over the interval on which the
-// dual does not fall (the dual is a concave quadratic with its peak at
-// gammaD), capped at gmax. The block rule's dual search also prices a few
-// multiples of gammaD and, with a smooth loss (whose gammaD comes from a
-// chord of the conjugate term, which can even say 0 on an ascent
-// direction), powers of two up to gmax: the priced duals are exact.
-func candidateSteps(gammaD, gmax float64, search string, block, smooth bool) []float64 {
-	if search != SearchPrimal && block {
-		out := []float64{0, gammaD}
-		add := func(g float64) {
-			if g > 0 && g <= gmax && !slices.Contains(out, g) {
-				out = append(out, g)
-			}
-		}
-		for _, f := range blockStepFactors {
-			add(f * gammaD)
-		}
-		if smooth {
-			for e := -6; e <= 4; e++ {
-				add(math.Ldexp(1, e))
-			}
-		}
-		return out
-	}
-	if search != SearchPrimal || gammaD == 0 {
-		return []float64{0, gammaD}
-	}
-	hi := math.Min(gmax, 2*gammaD)
-	out := []float64{0, gammaD}
-	const n = 16
-	for j := 1; j <= n; j++ {
-		if g := hi * float64(j) / n; g != gammaD {
-			out = append(out, g)
-		}
-	}
-	return out
 }
 
 // chooseStep picks the candidate: the dual's maximiser, or (primal
