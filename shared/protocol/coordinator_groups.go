@@ -1,80 +1,17 @@
 package protocol
 
 import (
-	"fmt"
-	"github.com/hyfed/hyfed/shared/solve"
 	"math"
 	"sort"
+
+	"github.com/hyfed/hyfed/shared/solve"
 
 	"github.com/hyfed/hyfed/shared/mix"
 )
 
-// Group steps (Config.GroupSteps, on by default in the block step). With two or more sample
-// groups the block step stalls (issue 14): what the groups' samples share
-// couples them. The bias feature (the same value c in every sample) is the
-// extreme case: moving a group's sum of dual values by s moves every
-// margin by c^2 s/(lambda N), H times any other feature's curvature, so a
-// group alone cannot move its sum. But the dual mass often has to move
-// between groups, one group's sum up and another's down, which leaves the
-// bias (and, with similar groups, the mean row) where it is: a direction
-// of small curvature that no group's own subproblem sees. Measured on
-// digits horizontal:2, logistic: the groups' sums of a - a* stay at +7 and
-// -7 and shrink by 1.7e-3 a round; the dual gains 2.4e-7 a round.
-//
-// Under group steps every group's holders solve the subproblem twice from
-// the same summed Gram: as the block step does (d_g), and then on from
-// where d_g leads (its dual values and margins) against the Gram of the
-// picks less their mean row (centerGram, d'_g), which has no curvature
-// along moving all picks alike: the bias's part drops out exactly, with
-// whatever else the picks share. The server then weighs the directions,
-// x d_g + x'_g d'_g: one weight x for all groups' own directions (the
-// block step's line search, where it starts) and each group's own weight
-// x'_g on its second direction, maximising over the weights the dual's
-// model
-//
-//	a.(x, x') - lambda/2 ||sum_g x u_g + x'_g u'_g||^2
-//
-// (a from the conjugate changes and w.u), whose quadratic term, from the
-// groups' primal directions u (plaintext: the holders' shares of dw),
-// holds the coupling through the bias and the mean rows exactly: groups
-// that move the shared directions the same way are held back together,
-// groups that move them in opposite ways go ahead. The conjugate part is
-// exact for the hinge loss (linear in the weights) and chords for a smooth
-// loss. The second directions' weights keep the bias where the first
-// directions put it (sum_g x'_g s'_g = 0, s'_g the group's sum of its
-// second changes, whose bias share the server sees): the step across the
-// groups only moves dual mass between them, which is what no group's own
-// solve can do, and leaves the rest to the block step (without a
-// declared bias feature they are free). Each group's weights stay in the
-// triangle of 0, its first
-// direction at its feasibility limit and both directions (the second at
-// its own limit from the first's end), so every dual value stays
-// feasible; they start from the block step's own line search, so the
-// model never gains less than it (with every x'_g 0 the round is the
-// block step's). The combined direction is then priced on the block
-// step's grid of multiples with the exact dual, so the dual never falls
-// (the step 0 is a candidate).
-//
-// Measured and not kept: the second weights free (the mass moved between
-// the groups, but a group alone also took its second direction while its
-// first still had far to go, and the rounds after lost more than it
-// gained: fashion-mnist quadrants:2, hinge, 1e-2 at round 37, the block
-// step's 27; digits quadrants:2, hinge, 36 for 14); the second direction
-// from the first's end with sigma'-scaled margins (the hinge's stall
-// remained on digits horizontal:2); the second direction solved from the dual values
-// as held instead of from the first's end (it fixed the logistic stall
-// but not the hinge's: with the first direction at its limit, common for
-// the hinge loss, the convex hull of the two leaves the second no room);
-// every group's own direction with its own weight too (more gain a round,
-// less over a run: breast-cancer horizontal:4, hinge, behind from round 2
-// on).
-//
-// The server needs each group's u apart: every holder of an updating
-// group holds no other updating group (quadrants, horizontal, grid) and
-// the primal is not sealed. Otherwise the round is the block step's. The
-// cost: a second solve per group and a second dw share per holder (its
-// features' plaintext numbers, as the first), nothing more per sample;
-// the sealed traffic is the block step's.
+// Group steps (Config.GroupSteps): each updating group's second, centered
+// direction weighed on its own by the server, which moves dual mass between
+// groups where the bias couples them (docs/design.md, "The step rules").
 
 // groupStepsApply reports whether the round's updating groups take their
 // own steps.
@@ -326,49 +263,4 @@ func (c *Coordinator) adaptStep(t float64) {
 	if c.flow.cut {
 		c.sigma = solve.FallToCoupling(c.roundSigma, c.flow.coupling)
 	}
-}
-
-// scaleGroups applies a trial message's group weights: the participant's
-// direction on each named group's samples becomes x times its direction
-// plus x' times its centered one, and the step the direction allows follows.
-func (p *Participant) scaleGroups(m Message) error {
-	if len(m.GroupScale) == 0 {
-		return nil
-	}
-	if len(m.GroupScale) != len(m.Groups) || len(m.GroupCentered) != len(m.Groups) || p.pending == nil || p.centered == nil {
-		return fmt.Errorf("participant: trial: %d+%d group weights for %d groups (directions held: %v, %v)",
-			len(m.GroupScale), len(m.GroupCentered), len(m.Groups), p.pending != nil, p.centered != nil)
-	}
-	for j, g := range m.Groups {
-		xa, xb := m.GroupScale[j], m.GroupCentered[j]
-		if _, ok := p.limits[g]; !ok || !(xa >= 0) || !(xb >= 0) || g < 0 || g >= len(p.groupTrain) {
-			return fmt.Errorf("participant: trial: weights %v, %v for group %d, which has no direction this round", xa, xb, g)
-		}
-		for _, i := range p.groupTrain[g] {
-			u, v := xa*p.pending[i], xb*p.centered[i]
-			p.pending[i] = u + v
-			if math.Abs(u+v) <= 1e-12*(math.Abs(u)+math.Abs(v)) {
-				// The two cancel (a pick that the first direction
-				// moves off a bound and the second back onto it, at a
-				// vertex of the server's triangle): what is left is
-				// rounding, which could point out of the box.
-				p.pending[i] = 0
-			}
-		}
-	}
-	p.centered = nil
-	p.gammaMax = math.Inf(1)
-	for _, i := range p.train {
-		if d := p.pending[i]; d != 0 {
-			y := p.block.Y[i]
-			db, b := d*y, p.alpha[i]*y
-			switch {
-			case db > 0:
-				p.gammaMax = math.Min(p.gammaMax, (1-b)/db)
-			case db < 0:
-				p.gammaMax = math.Min(p.gammaMax, b/(-db))
-			}
-		}
-	}
-	return nil
 }
