@@ -2,10 +2,12 @@ package partition
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -153,8 +155,89 @@ func MarshalSchema(s *schema.Schema) []byte {
 // block order and the schema's path.
 func WriteNamed(dir string, d *dataset.Dataset, blocks []Block, o NamedOptions) ([]NamedFile, string, error) {
 	fail := func(err error) ([]NamedFile, string, error) { return nil, "", fmt.Errorf("write named files: %w", err) }
+	w, err := newNamedWriter(d, blocks, o)
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(err)
+	}
+	files := make([]NamedFile, len(blocks))
+	for k := range blocks {
+		f := w.file(k, clientPath(dir, k, len(blocks), FormatCSV))
+		if err := writeNamedPath(w, f, k); err != nil {
+			return fail(fmt.Errorf("client %d: %s: %w", k, f.Path, err))
+		}
+		files[k] = f
+	}
+	path := filepath.Join(dir, SchemaFile)
+	if err := os.WriteFile(path, MarshalSchema(w.schema), 0o644); err != nil {
+		return fail(err)
+	}
+	return files, path, nil
+}
+
+// File is a participant's file made in memory: what a page downloads and
+// joins with (a demo block), its name without a directory.
+type File struct {
+	Name string
+	Data []byte
+	// Samples and Features are its rows and the features its columns give
+	// (the schema's intercept, which no file has, not counted).
+	Samples  int
+	Features int
+}
+
+// EncodeNamed makes in memory the files WriteNamed writes: the named file
+// of every block, named as prefix-<k>.csv, and their schema.
+func EncodeNamed(d *dataset.Dataset, blocks []Block, o NamedOptions, prefix string) ([]File, *schema.Schema, error) {
+	fail := func(err error) ([]File, *schema.Schema, error) { return nil, nil, fmt.Errorf("named files: %w", err) }
+	w, err := newNamedWriter(d, blocks, o)
+	if err != nil {
+		return fail(err)
+	}
+	files := make([]File, len(blocks))
+	for k := range blocks {
+		f := w.file(k, fmt.Sprintf("%s-%d.csv", prefix, k))
+		var buf bytes.Buffer
+		if err := w.write(&buf, f, k); err != nil {
+			return fail(fmt.Errorf("client %d: %w", k, err))
+		}
+		files[k] = File{Name: f.Path, Data: buf.Bytes(), Samples: f.Rows, Features: len(f.Features)}
+	}
+	return files, w.schema, nil
+}
+
+// BlockFiles writes blocks as LIBSVM block files in memory, named
+// prefix-<k>.libsvm: demo blocks of a federation without a schema.
+func BlockFiles(blocks []Block, prefix string) ([]File, error) {
+	files := make([]File, len(blocks))
+	for k := range blocks {
+		var buf bytes.Buffer
+		if err := WriteLIBSVM(&buf, &blocks[k]); err != nil {
+			return nil, fmt.Errorf("block %d: %w", k, err)
+		}
+		files[k] = File{Name: fmt.Sprintf("%s-%d.%s", prefix, k, FormatLIBSVM), Data: buf.Bytes(), Samples: blocks[k].N(), Features: len(blocks[k].Features)}
+	}
+	return files, nil
+}
+
+// namedWriter writes the named files of d's blocks: what every file
+// shares (the schema, the delimiter, where each id's sample is).
+type namedWriter struct {
+	d      *dataset.Dataset
+	blocks []Block
+	labels []bool
+	delim  rune
+	seed   int64
+	schema *schema.Schema
+	row    map[string]int
+	names  []string
+}
+
+func newNamedWriter(d *dataset.Dataset, blocks []Block, o NamedOptions) (*namedWriter, error) {
 	if len(blocks) == 0 {
-		return fail(errors.New("no blocks"))
+		return nil, errors.New("no blocks")
 	}
 	delim := o.Delimiter
 	switch delim {
@@ -162,7 +245,7 @@ func WriteNamed(dir string, d *dataset.Dataset, blocks []Block, o NamedOptions) 
 		delim = ','
 	case ',', ';', '\t':
 	default:
-		return fail(fmt.Errorf("delimiter %q: want comma, semicolon or tab", delim))
+		return nil, fmt.Errorf("delimiter %q: want comma, semicolon or tab", delim)
 	}
 	labels := o.Labels
 	if labels == nil {
@@ -172,49 +255,40 @@ func WriteNamed(dir string, d *dataset.Dataset, blocks []Block, o NamedOptions) 
 		}
 	}
 	if len(labels) != len(blocks) {
-		return fail(fmt.Errorf("labels for %d files, %d blocks", len(labels), len(blocks)))
+		return nil, fmt.Errorf("labels for %d files, %d blocks", len(labels), len(blocks))
 	}
 	if err := disjointColumns(blocks); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	s, err := NamedSchema(d, slices.Contains(labels, false))
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	row := make(map[string]int, d.N())
-	for i, id := range d.IDs {
-		row[id] = i
-	}
-	width := len(strconv.Itoa(d.N()))
-	names := FeatureNames(d)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fail(err)
-	}
-	files := make([]NamedFile, len(blocks))
 	for k := range blocks {
-		b := &blocks[k]
-		if b.NumFeatures != d.M() {
-			return fail(fmt.Errorf("client %d: a block of %d features in all, %s has %d", k, b.NumFeatures, d.Name, d.M()))
+		if blocks[k].NumFeatures != d.M() {
+			return nil, fmt.Errorf("client %d: a block of %d features in all, %s has %d", k, blocks[k].NumFeatures, d.Name, d.M())
 		}
-		f := NamedFile{Path: clientPath(dir, k, len(blocks), FormatCSV), Rows: b.N(), HasLabels: labels[k]}
-		for _, j := range b.Features {
-			f.Features = append(f.Features, names[j])
-		}
-		if err := writeNamedFile(f, b, d, row, width, delim, o.Seed, k); err != nil {
-			return fail(fmt.Errorf("client %d: %s: %w", k, f.Path, err))
-		}
-		files[k] = f
 	}
-	path := filepath.Join(dir, SchemaFile)
-	if err := os.WriteFile(path, MarshalSchema(s), 0o644); err != nil {
-		return fail(err)
+	w := &namedWriter{d: d, blocks: blocks, labels: labels, delim: delim, seed: o.Seed, schema: s,
+		row: make(map[string]int, d.N()), names: FeatureNames(d)}
+	for i, id := range d.IDs {
+		w.row[id] = i
 	}
-	return files, path, nil
+	return w, nil
 }
 
-// writeNamedFile writes one block as f says, its rows shuffled by a
-// generator of its own (seed, block k).
-func writeNamedFile(f NamedFile, b *Block, d *dataset.Dataset, row map[string]int, width int, delim rune, seed int64, k int) (err error) {
+// file describes block k's file at path.
+func (w *namedWriter) file(k int, path string) NamedFile {
+	b := &w.blocks[k]
+	f := NamedFile{Path: path, Rows: b.N(), HasLabels: w.labels[k]}
+	for _, j := range b.Features {
+		f.Features = append(f.Features, w.names[j])
+	}
+	return f
+}
+
+// writeNamedPath writes block k's file f to its path.
+func writeNamedPath(w *namedWriter, f NamedFile, k int) (err error) {
 	out, err := os.Create(f.Path)
 	if err != nil {
 		return err
@@ -225,28 +299,38 @@ func writeNamedFile(f NamedFile, b *Block, d *dataset.Dataset, row map[string]in
 		}
 	}()
 	bw := bufio.NewWriterSize(out, 1<<16)
-	w := csv.NewWriter(bw)
-	w.Comma = delim
+	if err := w.write(bw, f, k); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// write writes block k as f says, its rows shuffled by a generator of
+// its own (the seed, block k).
+func (w *namedWriter) write(out io.Writer, f NamedFile, k int) error {
+	b, d := &w.blocks[k], w.d
+	cw := csv.NewWriter(out)
+	cw.Comma = w.delim
 	rec := []string{NamedID}
 	if f.HasLabels {
 		rec = append(rec, NamedLabel)
 	}
-	if err := w.Write(append(rec, f.Features...)); err != nil {
+	if err := cw.Write(append(rec, f.Features...)); err != nil {
 		return err
 	}
 	order := make([]int, b.N())
 	for r := range order {
 		order[r] = r
 	}
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e616d65+uint64(k)))
+	rng := rand.New(rand.NewPCG(uint64(w.seed), 0x6e616d65+uint64(k)))
 	rng.Shuffle(len(order), func(a, c int) { order[a], order[c] = order[c], order[a] })
 	var buf []float64
 	for _, r := range order {
-		i, ok := row[b.IDs[r]]
+		i, ok := w.row[b.IDs[r]]
 		if !ok {
 			return fmt.Errorf("sample %q is not in %s", b.IDs[r], d.Name)
 		}
-		rec = append(rec[:0], fmt.Sprintf("p%0*d", width, i+1))
+		rec = append(rec[:0], NamedIDOf(i, d.N()))
 		if f.HasLabels {
 			label := NamedNegative
 			if b.Y[r] > 0 {
@@ -263,16 +347,17 @@ func writeNamedFile(f NamedFile, b *Block, d *dataset.Dataset, row map[string]in
 			}
 			rec = append(rec, cell)
 		}
-		if err := w.Write(rec); err != nil {
+		if err := cw.Write(rec); err != nil {
 			return err
 		}
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		return err
-	}
-	return bw.Flush()
+	cw.Flush()
+	return cw.Error()
 }
+
+// NamedIDOf is the id the named files give sample i of n: "p" and its
+// number from 1, zero-padded to n's width.
+func NamedIDOf(i, n int) string { return fmt.Sprintf("p%0*d", len(strconv.Itoa(n)), i+1) }
 
 // namedCell writes value v of feature j: the number, exactly, or the
 // category it codes.
