@@ -39,9 +39,14 @@ type Summary struct {
 	NumFeatures int    `json:"num_features"`
 	Columns     string `json:"columns"` // the block's features as 1-based ranges
 	NonZeros    int    `json:"non_zeros"`
-	// Image is set for 28x28 images (784 pixels, and a bias feature): the
-	// page then draws rows and weights as pictures.
-	Image   bool  `json:"image"`
+	// Image is set for 28x28 images (784 pixels, and a bias feature or an
+	// intercept; an own file's only if every feature column is a pixel on
+	// a declared scale): the page then draws rows and weights as pictures.
+	Image bool `json:"image"`
+	// Preview is the block's first rows. An own file's values are those
+	// the federation trains on where the schema alone fixes the map (a
+	// declared scale, a category), others raw until the preparation (the
+	// prepared event's rows).
 	Preview []Row `json:"preview"`
 	// Mapping is set for the user's own CSV file: which of its columns
 	// feed which of the schema's features, for the page to show before
@@ -85,9 +90,95 @@ func Load(name string, data []byte, s *schema.Schema, o table.Options) (*partiti
 	sum := summarize(name, len(data), b)
 	sum.Mapping = m
 	if m != nil {
-		sum.Image = false // raw values of named columns, never pixels
+		sum.Image = imageSchema(s)
+		knownScale(sum.Preview, s)
 	}
 	return b, sum, nil
+}
+
+// imageSchema reports whether a schema's features are a 28x28 image's
+// pixels on a declared scale (the demo's: pixels declared at 255).
+func imageSchema(s *schema.Schema) bool {
+	if len(s.Features) != 784 {
+		return false
+	}
+	for _, f := range s.Features {
+		if f.Scale <= 0 || f.Categories != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// knownScale maps the preview's values of the columns whose map the schema
+// alone fixes (a declared scale, a category) as the preparation will: the
+// rows then show on the scale the model and the server see them on.
+func knownScale(rows []Row, s *schema.Schema) {
+	cols := s.Columns()
+	g := s.Divisor(seal.MaxAbs)
+	for _, r := range rows {
+		for i, f := range r.Features {
+			switch c := cols[f]; {
+			case c.Feature < 0:
+			case c.Categorical():
+				r.Values[i] = schema.CategoryMap(g).Apply(r.Values[i])
+			case c.Scale > 0:
+				r.Values[i] = s.Clip(f, schema.Declared(c.Scale, g), g).Apply(r.Values[i])
+			}
+		}
+	}
+}
+
+// PreparedRows returns the first PreviewRows rows of b, a block read from
+// the participant's own file, as the federation trains them: each column
+// mapped as the participant reported it after the preparation (scales:
+// offset and scale a column, Message.Scales) and clipped as the schema
+// says, a missing cell 0, the intercept where setup gives it to this
+// participant. The privacy view compares them with the curious server's
+// reconstruction, which is of these values.
+func PreparedRows(b *partition.Block, s *schema.Schema, setup *protocol.Setup, scales []float64) ([]Row, error) {
+	if len(scales) != 2*len(b.Features) || len(setup.Group) != b.N() {
+		return nil, fmt.Errorf("prepared rows: %d scales for %d columns, %d groups for %d samples", len(scales), len(b.Features), len(setup.Group), b.N())
+	}
+	g := s.Divisor(seal.MaxAbs)
+	ic := s.InterceptColumn()
+	maps := make([]schema.Map, len(b.Features))
+	for j, f := range b.Features {
+		maps[j] = s.Clip(f, schema.Map{Offset: scales[2*j], Scale: scales[2*j+1]}, g)
+	}
+	intercept := map[int]bool{}
+	for _, lg := range setup.Intercept {
+		intercept[lg] = true
+	}
+	missing := map[[2]int]bool{}
+	if b.Raw != nil {
+		for _, c := range b.Raw.Missing {
+			missing[c] = true
+		}
+	}
+	n := min(b.N(), PreviewRows)
+	rows := make([]Row, 0, n)
+	for i := range n {
+		r := Row{Index: i, ID: b.IDs[i], Label: b.Y[i], Heldout: b.Heldout[i], Features: []int{}, Values: []float64{}}
+		for j, f := range b.Features {
+			var v float64
+			switch {
+			case f == ic:
+				if intercept[setup.Group[i]] {
+					v = schema.InterceptValue
+				}
+			case missing[[2]int{i, j}]:
+			default:
+				v = maps[j].Apply(b.X.At(i, j))
+			}
+			if v != 0 {
+				r.Features = append(r.Features, f)
+				r.Values = append(r.Values, v)
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
 }
 
 func summarize(name string, size int, b *partition.Block) *Summary {
@@ -133,7 +224,8 @@ func summarize(name string, size int, b *partition.Block) *Summary {
 // Event is what the tab reports to its page. Type says which fields are
 // set: summary (Summary), state (State, Name, Message, WaitMS), progress
 // (Round, Rounds, Phase, Active), sent (Sent), error (Code, Message), done
-// (Result), bench (Replay), keys (KeyState).
+// (Result), bench (Replay), keys (KeyState), prepared (Preview: an own
+// file's first rows as the federation trains them, PreparedRows).
 type Event struct {
 	Type    string        `json:"type"`
 	State   string        `json:"state,omitempty"` // connecting, registered, reconnecting
@@ -150,6 +242,7 @@ type Event struct {
 	Result  *Result       `json:"result,omitempty"`
 	Summary *Summary      `json:"summary,omitempty"`
 	Replay  *ReplayResult `json:"replay,omitempty"`
+	Preview []Row         `json:"preview,omitempty"`
 	// KeyState is the participant's party of a threshold key, for the page
 	// to keep beside the session token and hand back after a reload
 	// (Resume). It is sealed under a key derived from the link secret
@@ -282,6 +375,9 @@ func Run(ctx context.Context, href string, r Resume, b *partition.Block, dial se
 	sent := &Sent{ByKind: map[string]*KindSent{}}
 	rounds := 0
 	lastSent := time.Time{}
+	// The preparation's setup, until the maps this participant reports
+	// after it give the rows as the federation trains them.
+	var prep *protocol.Setup
 	emit(Event{Type: "state", State: "connecting"})
 	res, err := session.Run(ctx, link, b, session.Options{
 		Dial:     dial,
@@ -296,6 +392,9 @@ func Run(ctx context.Context, href string, r Resume, b *partition.Block, dial se
 		OnMessage: func(m *protocol.Message) {
 			if m.Setup != nil {
 				rounds = m.Setup.Config.Rounds
+				if m.Setup.Prepare && m.Setup.Config.Schema != nil && b.Raw != nil {
+					prep = m.Setup
+				}
 			}
 			ph, ok := phases[m.Kind]
 			if !ok {
@@ -310,6 +409,12 @@ func Run(ctx context.Context, href string, r Resume, b *partition.Block, dial se
 		},
 		OnSend: func(m *protocol.Message, frame []byte) {
 			sent.add(m, frame)
+			if prep != nil && len(m.Scales) > 0 {
+				if rows, err := PreparedRows(b, prep.Config.Schema, prep, m.Scales); err == nil {
+					emit(Event{Type: "prepared", Preview: rows})
+				}
+				prep = nil
+			}
 			// Bulk, not per frame: crossing into the page costs.
 			if time.Since(lastSent) > 200*time.Millisecond || m.Kind == protocol.KindHello {
 				lastSent = time.Now()
