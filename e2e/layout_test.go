@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hyfed/hyfed/server"
-	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/demo"
 	"github.com/hyfed/hyfed/shared/session"
 )
 
@@ -71,19 +71,20 @@ func TestLayoutPhoneAndDesktop(t *testing.T) {
 // and layout-<engine>-join-390-start.png.
 func layoutPhoneAndDesktop(t *testing.T, start func(testing.TB) engine) {
 	const rounds = 3
-	blocks := loadBlocks(t, "mnist", "quadrants:1")
-	vals := make([]partition.Block, len(blocks))
-	for i, b := range blocks {
-		vals[i] = *b
+	d, err := demo.Load("mnist", "quadrants:1")
+	if err != nil {
+		requireOr(t, "%v", err)
 	}
 	seats := session.NewSeats(t.Context(), nil)
 	ts := startServer(t, func(o *server.Options) { o.Demo = seats; o.Curious = true })
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "layout", Demo: true, RoundTimeout: server.Duration(time.Minute), Config: protocol.Config{Lambda: 1e-3, Rounds: rounds, IIC: 0.2, Clients: len(blocks), NumFeatures: blocks[0].NumFeatures}})
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "layout", Demo: true, RoundTimeout: server.Duration(time.Minute), Config: protocol.Config{Lambda: 1e-3, Rounds: rounds, IIC: 0.2, Clients: len(d.Files), Schema: d.Schema}})
 	l, err := session.ParseLink(link)
 	if err != nil {
 		t.Fatal(err)
 	}
-	seats.Add(fed.ID, l, vals)
+	if err := seats.Add(fed.ID, l, d.Schema, d.Files); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(seats.Wait)
 
 	e := start(t)

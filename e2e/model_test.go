@@ -19,6 +19,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hyfed/hyfed/server"
+	"github.com/hyfed/hyfed/shared/dataset"
+	"github.com/hyfed/hyfed/shared/demo"
 	"github.com/hyfed/hyfed/shared/model"
 )
 
@@ -123,12 +125,15 @@ func pageDownload(tb *tab, dir, sel string) (string, []byte) {
 
 // checkModelDownload is the end of the newcomer's flow: after training,
 // the join page's "Download the model" and "its JSON sidecar" give the
-// model the status names (file names from the server, round, sidecar);
-// hyfed predict on the held-out part of the data (hyfed data export)
-// gives the held-out accuracy the status shows for the model, to 1e-9;
-// LIBLINEAR's predict (Debian's liblinear-predict) gives every held-out
-// sample the label hyfed predict --scores gives it. hyfed is buildHyfed's.
-func checkModelDownload(t *testing.T, tb page, hyfed func() string, fedID string, st server.Status) {
+// model the status names (file names from the server, round, sidecar); the
+// model of the demo's schema federation scores raw values: hyfed predict on
+// the demo's held-out samples as a named CSV file of raw pixels (the
+// demo's files pooled) gives the held-out accuracy the status shows for
+// the model, to 1e-9; LIBLINEAR's predict (Debian's liblinear-predict) on
+// the same samples as LIBSVM (raw pixels; the model file's bias is the
+// intercept) gives every one the label hyfed predict --scores gives it.
+// hyfed is buildHyfed's.
+func checkModelDownload(t *testing.T, tb page, hyfed func() string, fedID string, st server.Status, d *demo.Data) {
 	t.Helper()
 	if st.Model == nil || !st.Model.Best {
 		failf(t, tb, "finished status names no best model: %+v", st.Model)
@@ -171,10 +176,25 @@ func checkModelDownload(t *testing.T, tb page, hyfed func() string, fedID string
 		failf(t, tb, "sidecar %+v, %d weights; status: model %+v, %d features", info, len(m.W), st.Model, st.Config.NumFeatures)
 	}
 
-	held := filepath.Join(dir, "heldout.libsvm")
+	if info.Schema == nil || len(info.Weights) != st.Config.NumFeatures || m.Bias != 1 {
+		failf(t, tb, "the demo's model: schema %v, %d weights, bias %v; want the raw-scoring model of %d columns", info.Schema != nil, len(info.Weights), m.Bias, st.Config.NumFeatures)
+	}
+	heldout := func(i int) bool { return d.Raw.Heldout[i] }
+	var csvBuf, svmBuf bytes.Buffer
+	if err := demo.WriteCSV(&csvBuf, d.Schema, d.Raw, heldout); err != nil {
+		failf(t, tb, "%v", err)
+	}
+	if _, err := dataset.WriteLIBSVM(&svmBuf, d.Raw, heldout); err != nil {
+		failf(t, tb, "%v", err)
+	}
+	heldCSV, held := filepath.Join(dir, "heldout.csv"), filepath.Join(dir, "heldout.libsvm")
+	for p, b := range map[string][]byte{heldCSV: csvBuf.Bytes(), held: svmBuf.Bytes()} {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			failf(t, tb, "%v", err)
+		}
+	}
 	bin := hyfed()
-	runHyfed(t, bin, "data", "export", "--data", "mnist", "--part", "heldout", "--out", held)
-	out := runHyfed(t, bin, "predict", "--model", path, "--data", held, "--scores")
+	out := runHyfed(t, bin, "predict", "--model", path, "--data", heldCSV, "--scores")
 	var preds []string
 	var res map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -185,7 +205,7 @@ func checkModelDownload(t *testing.T, tb page, hyfed func() string, fedID string
 			continue
 		}
 		f := strings.Split(l, "\t")
-		if len(f) != 5 || strings.HasPrefix(l, "#") {
+		if len(f) != 4 || strings.HasPrefix(l, "#") {
 			continue
 		}
 		if f[2] != "1" && f[2] != "-1" {
@@ -194,7 +214,7 @@ func checkModelDownload(t *testing.T, tb page, hyfed func() string, fedID string
 		preds = append(preds, f[2])
 	}
 	acc, ok := res["accuracy"].(float64)
-	samples, _ := res["samples"].(float64)
+	samples, _ := res["labelled"].(float64)
 	if !ok || int(samples) != len(preds) || len(preds) == 0 {
 		failf(t, tb, "hyfed predict: %v with %d score lines", res, len(preds))
 	}

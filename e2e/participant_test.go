@@ -14,6 +14,7 @@ import (
 	"github.com/hyfed/hyfed/server"
 	"github.com/hyfed/hyfed/shared/central"
 	"github.com/hyfed/hyfed/shared/dataset"
+	"github.com/hyfed/hyfed/shared/demo"
 	"github.com/hyfed/hyfed/shared/experiment"
 	"github.com/hyfed/hyfed/shared/loss"
 	"github.com/hyfed/hyfed/shared/partition"
@@ -291,30 +292,34 @@ func TestDemoNewcomer(t *testing.T) {
 }
 
 // demoNewcomer is make run's flow, in the engine start makes: a demo
-// federation (MNIST quadrants:1 here: 4 seats); one tab takes "demo block
-// 1" on the join page and joins; the dashboard's "fill the free seats"
-// starts simulated native participants for the other three; training
-// finishes in the tab; the join page's model downloads are closed before
-// training and, after it, give the model hyfed predict and
-// liblinear-predict score as the status and the pages say
-// (checkModelDownload); the dashboard offers the same model; the privacy
-// view, opened from the join page, shows the tab's rows beside the
-// server's sealed state. Screenshots demo-<engine>-{join,dashboard,privacy}.png.
+// federation (MNIST quadrants:1 here: 4 seats) whose blocks are named CSV
+// files of raw pixels; one tab downloads a block from the join page, then
+// takes "demo block 1", which the page reads as the user's own file (the
+// mapping shown), and joins; the dashboard's "fill the free seats" starts
+// simulated native participants for the other three, which read the same
+// files; training finishes in the tab; the join page's model downloads are
+// closed before training and, after it, give the model hyfed predict and
+// liblinear-predict score (on the demo's held-out samples, raw) as the
+// status and the pages say (checkModelDownload); the dashboard offers the
+// same model; the privacy view, opened from the join page, shows the tab's
+// rows beside the server's sealed state. Screenshots
+// demo-<engine>-{join,dashboard,privacy}.png.
 func demoNewcomer(t *testing.T, start func(testing.TB) engine) {
 	const rounds = 8
-	blocks := loadBlocks(t, "mnist", "quadrants:1")
-	vals := make([]partition.Block, len(blocks))
-	for i, b := range blocks {
-		vals[i] = *b
+	d, err := demo.Load("mnist", "quadrants:1")
+	if err != nil {
+		requireOr(t, "%v", err)
 	}
 	seats := session.NewSeats(t.Context(), nil)
 	ts := startServer(t, func(o *server.Options) { o.Demo = seats })
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "demo", Demo: true, RoundTimeout: server.Duration(time.Minute), Config: protocol.Config{Lambda: 1e-3, Rounds: rounds, IIC: 0.2, Clients: len(blocks), NumFeatures: blocks[0].NumFeatures}})
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "demo", Demo: true, RoundTimeout: server.Duration(time.Minute), Config: protocol.Config{Lambda: 1e-3, Rounds: rounds, IIC: 0.2, Clients: len(d.Files), Schema: d.Schema}})
 	l, err := session.ParseLink(link)
 	if err != nil {
 		t.Fatal(err)
 	}
-	seats.Add(fed.ID, l, vals)
+	if err := seats.Add(fed.ID, l, d.Schema, d.Files); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(seats.Wait)
 
 	e := start(t)
@@ -323,11 +328,25 @@ func demoNewcomer(t *testing.T, start func(testing.TB) engine) {
 	tb.navigate(link)
 	tb.waitJS("the demo blocks", "!document.getElementById('demo').hidden && document.getElementById('demo-block').options.length === 4", 20*time.Second)
 	tb.waitJS("the participant to load", "document.body.dataset.ready === '1'", joinTimeout)
+	// Each block is offered as the CSV file it is.
+	if n := pageEval[int](tb, "document.querySelectorAll('#demo-files a.demo-file').length"); n != 4 || !pageEval[bool](tb, "!document.getElementById('demo-files-row').hidden") {
+		tb.fatalf("%d download links for the demo's 4 blocks", n)
+	}
+	if name, body := tb.download("#demo-files a.demo-file[data-block='0']"); name != "demo-block-0.csv" || !bytes.Equal(body, d.Files[0].Data) {
+		tb.fatalf("the demo block downloaded as %q, %d bytes; want demo-block-0.csv, the %d bytes of the file", name, len(body), len(d.Files[0].Data))
+	}
 	pageEval[bool](tb, "(document.getElementById('demo-block').value = '1', true)")
 	tb.click("#demo-load")
 	tb.waitJS("the summary of demo block 1", "!document.getElementById('summary').hidden", 20*time.Second)
-	if got := tb.text("#summary-kv"); !strings.Contains(got, "demo block 1") {
+	if got := tb.text("#summary-kv"); !strings.Contains(got, "demo-block-1.csv") {
 		tb.fatalf("summary %q", got)
+	}
+	// Read as a user's own file: the mapping of its columns, its rows drawn.
+	if got := tb.text("#map-rows"); !strings.HasPrefix(got, "10000 rows, 10000 with a label") ||
+		pageEval[int](tb, "document.querySelectorAll('#map-columns tr[data-use=\"feature\"]').length") != 196 ||
+		pageEval[int](tb, "document.querySelectorAll('#rows canvas').length") != 8 {
+		tb.fatalf("the mapping of demo block 1: %q, %d feature columns, %d rows drawn", got,
+			pageEval[int](tb, "document.querySelectorAll('#map-columns tr[data-use=\"feature\"]').length"), pageEval[int](tb, "document.querySelectorAll('#rows canvas').length"))
 	}
 	tb.click("#join")
 	tb.waitJS("the server's welcome", "document.body.dataset.registered === '1'", 20*time.Second)
@@ -387,7 +406,7 @@ func demoNewcomer(t *testing.T, start func(testing.TB) engine) {
 			fmt.Sprintf("document.getElementById('model-box').dataset.state === 'finished' && document.getElementById('model-state').textContent.includes(%s)", jsString("held-out accuracy "+shown+" %")),
 			10*time.Second)
 	}
-	checkModelDownload(t, tb, hyfed, fed.ID, st)
+	checkModelDownload(t, tb, hyfed, fed.ID, st, d)
 	dash.shot("demo-" + eng + "-dashboard.png")
 	tb.shot("demo-" + eng + "-join.png")
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hyfed/hyfed/server"
+	"github.com/hyfed/hyfed/shared/demo"
+	"github.com/hyfed/hyfed/shared/session"
 )
 
 // openPrivacy presses the join page's privacy link, which opens the privacy
@@ -144,4 +146,64 @@ func containsAll(s string, parts ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestCuriousServerOwnFile is the privacy demonstration on make run's
+// insecure demo, whose blocks are named CSV files of raw pixels (0-255):
+// the tab joins with demo block 0, read as its own file, and its privacy
+// view compares the curious server's reconstruction with the tab's rows as
+// the federation trains them (pixels/255, the intercept where the
+// preparation placed it), which the tab reports after the preparation.
+// The error falls below 1e-3 as with block files (TestCuriousServerLive);
+// against the raw rows it would stay near 1.
+func TestCuriousServerOwnFile(t *testing.T) {
+	const rounds = 200
+	d, err := demo.Load("mnist", "quadrants:1")
+	if err != nil {
+		requireOr(t, "%v", err)
+	}
+	own, err := d.Blocks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seats := session.NewSeats(t.Context(), nil)
+	ts := startServer(t, func(o *server.Options) { o.InsecureDemo, o.Curious, o.Demo = true, true, seats })
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: "e2e: curious server, own files", Scheme: "plaintext", Demo: true,
+		RoundTimeout: server.Duration(time.Minute), Config: protocol.Config{Loss: "logistic", Lambda: 1e-3, IIC: 0.05, Rounds: rounds, Clients: len(d.Files), Schema: d.Schema}})
+	l, err := session.ParseLink(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seats.Add(fed.ID, l, d.Schema, d.Files); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	start := time.Now()
+	join := newTab(t, b)
+	join.navigate(link)
+	join.waitJS("the demo blocks", "!document.getElementById('demo').hidden && document.getElementById('demo-block').options.length === 4", 20*time.Second)
+	join.waitJS("the participant to load", "document.body.dataset.ready === '1'", joinTimeout)
+	evalJS[bool](join, "(document.getElementById('demo-block').value = '0', true)")
+	join.click("#demo-load")
+	join.waitJS("the summary of demo block 0", "!document.getElementById('summary').hidden", 20*time.Second)
+	join.click("#join")
+	join.waitJS("the server's welcome", "document.body.dataset.registered === '1'", 20*time.Second)
+	priv := openPrivacy(t, b, join)
+	priv.waitJS("the attack section", "!document.getElementById('attack').hidden", 15*time.Second)
+	wait := startNative(t, link, own[1:])
+	join.waitJS("the tab's rows as the federation trains them", "(JSON.parse(sessionStorage.getItem('hyfed-prepared') || 'null') || {rows: []}).rows.length === 64", 60*time.Second)
+	intercept := evalJS[bool](join, "JSON.parse(sessionStorage.getItem('hyfed-prepared')).rows.every((r) => r.features.includes(784))")
+	join.waitJS("training to finish", "document.body.dataset.done === '1'", 150*time.Second)
+	wait()
+	priv.waitJS("the reconstruction of the last round", fmt.Sprintf("Number(document.getElementById('attack-error').dataset.round) >= %d", rounds), 30*time.Second)
+	final, _ := attackError(priv)
+	t.Logf("%d rounds in %.1fs: the tab's rows recovered to %.3g (%s; the tab holds the intercept: %v)", rounds, time.Since(start).Seconds(),
+		final, priv.text("#attack-status"), intercept)
+	if final >= 1e-3 || final < 0 {
+		priv.fatalf("the privacy view shows error %.3g after %d rounds, want < 1e-3", final, rounds)
+	}
+	if n := evalJS[int](priv, "document.querySelectorAll('#attack-pairs figure.pair canvas').length"); n != 32 {
+		priv.fatalf("%d images of rows, want 16 pairs", n)
+	}
+	screenshot(t, priv, "privacy-own-file.png")
 }

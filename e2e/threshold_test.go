@@ -234,7 +234,14 @@ func thresholdDemoTabs(t *testing.T, start func(testing.TB) engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seats.Add(resp.ID, l, p.Blocks)
+	// Block files: threshold keys take no schema yet.
+	files, err := partition.BlockFiles(p.Blocks, "demo-block")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seats.Add(resp.ID, l, nil, files); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(seats.Wait)
 
 	e := start(t)

@@ -32,7 +32,7 @@ import (
 //	GET    /api/federations/:id/events       server-sent events: round, phase, participant, state (member)
 //	GET    /api/federations/:id/ws           participants' websocket (invite or session token as a subprotocol)
 //	GET    /api/federations/:id/demo-blocks  a demo federation's blocks ([]DemoBlock; invite or admin)
-//	GET    /api/federations/:id/demo-blocks/:k  demo block k as a LIBSVM block file (invite or admin)
+//	GET    /api/federations/:id/demo-blocks/:k  demo block k's file: named CSV (a schema's demo) or a block file (invite or admin)
 //	POST   /api/federations/:id/fill         a demo's free seats to simulated participants (admin)
 //	GET    /api/federations/:id/model        the model w: {round, num_features, w, model_round, best, ...} (member);
 //	                                          ?format=liblinear: LIBLINEAR's model file, ?format=json: its sidecar (downloads)

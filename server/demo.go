@@ -1,9 +1,10 @@
 package server
 
 import (
-	"bytes"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
@@ -15,9 +16,11 @@ import (
 // simulated participants hold the federation secret, which the
 // coordinator never does.
 type DemoData interface {
-	// Blocks returns the blocks of demo federation id (nil: it has none in
+	// Files returns the blocks of demo federation id as the files a page
+	// downloads and joins with, in block order: named CSV files in a
+	// federation with a schema, else block files (nil: it has none in
 	// this process, e.g. a demo federation from before a restart).
-	Blocks(id string) []*partition.Block
+	Files(id string) []partition.File
 	// Fill runs simulated native participants with the given blocks, in
 	// that order, in the background.
 	Fill(id string, blocks []int) error
@@ -29,15 +32,16 @@ type DemoData interface {
 
 // DemoBlock is one entry of GET /api/federations/:id/demo-blocks.
 type DemoBlock struct {
-	Block    int  `json:"block"`
-	Samples  int  `json:"samples"`
-	Features int  `json:"features"`
-	Taken    bool `json:"taken"` // a participant registered with it, or a simulated one was started for it
+	Block    int    `json:"block"`
+	File     string `json:"file"` // its name: demo-block-<k>.csv, or .libsvm for a block file
+	Samples  int    `json:"samples"`
+	Features int    `json:"features"` // the features its columns give (a schema's intercept not counted)
+	Taken    bool   `json:"taken"`    // a participant registered with it, or a simulated one was started for it
 }
 
 // demoBlocks checks for the invite or the admin token: a demo block is
 // for whoever may join.
-func (s *Server) demoBlocks(c echo.Context) (*federation, []*partition.Block, error) {
+func (s *Server) demoBlocks(c echo.Context) (*federation, []partition.File, error) {
 	f, err := s.record(c)
 	if err != nil {
 		return nil, nil, err
@@ -51,9 +55,9 @@ func (s *Server) demoBlocks(c echo.Context) (*federation, []*partition.Block, er
 	if !f.meta.Demo {
 		return nil, nil, httpError(http.StatusNotFound, "not-demo", "federation %q is not a demo federation: bring your own block file", f.meta.ID)
 	}
-	var blocks []*partition.Block
+	var blocks []partition.File
 	if s.opt.Demo != nil {
-		blocks = s.opt.Demo.Blocks(f.meta.ID)
+		blocks = s.opt.Demo.Files(f.meta.ID)
 	}
 	if blocks == nil {
 		return nil, nil, httpError(http.StatusNotFound, "not-demo", "this server holds no demo blocks for federation %q (it was created before the server restarted)", f.meta.ID)
@@ -72,12 +76,13 @@ func (s *Server) handleDemoList(c echo.Context) error {
 	s.mu.Unlock()
 	out := make([]DemoBlock, len(blocks))
 	for k, b := range blocks {
-		out[k] = DemoBlock{Block: k, Samples: b.N(), Features: len(b.Features), Taken: taken[k]}
+		out[k] = DemoBlock{Block: k, File: b.Name, Samples: b.Samples, Features: b.Features, Taken: taken[k]}
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
-// handleDemoBlock hands demo block k to a page as a LIBSVM block file.
+// handleDemoBlock hands demo block k to a page as its file: a named CSV
+// file the page reads as the user's own, or a block file.
 func (s *Server) handleDemoBlock(c echo.Context) error {
 	_, blocks, err := s.demoBlocks(c)
 	if err != nil {
@@ -87,15 +92,16 @@ func (s *Server) handleDemoBlock(c echo.Context) error {
 	if err != nil || k < 0 || k >= len(blocks) {
 		return httpError(http.StatusNotFound, "bad-field", "block %q: this demo has blocks 0 to %d", c.Param("k"), len(blocks)-1)
 	}
-	var buf bytes.Buffer
-	if err := partition.WriteLIBSVM(&buf, blocks[k]); err != nil {
-		return err
-	}
 	// Loading a block takes no seat: the seat is taken when a participant
 	// registers with the block (register), so a page left without joining
 	// leaves its block to "fill the free seats".
-	c.Response().Header().Set("Content-Disposition", "attachment; filename=demo-block-"+strconv.Itoa(k)+".libsvm")
-	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", buf.Bytes())
+	f := blocks[k]
+	ctype := "text/plain; charset=utf-8"
+	if strings.HasSuffix(f.Name, ".csv") {
+		ctype = "text/csv; charset=utf-8"
+	}
+	c.Response().Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", f.Name))
+	return c.Blob(http.StatusOK, ctype, f.Data)
 }
 
 // handleFill fills a demo federation's free seats with simulated

@@ -307,7 +307,7 @@ func (f *federation) modelFile() (*model.Model, *model.Info, error) {
 	// --demo chose (asked before the federation lock: the seats have
 	// their own).
 	demo := f.srv.opt.DemoModel
-	if demo != nil && !(f.meta.Demo && f.srv.opt.Demo != nil && f.srv.opt.Demo.Blocks(f.meta.ID) != nil) {
+	if demo != nil && !(f.meta.Demo && f.srv.opt.Demo != nil && f.srv.opt.Demo.Files(f.meta.ID) != nil) {
 		demo = nil
 	}
 	f.mu.Lock()

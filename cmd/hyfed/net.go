@@ -21,6 +21,7 @@ import (
 
 	"github.com/hyfed/hyfed/server"
 	"github.com/hyfed/hyfed/shared/central"
+	"github.com/hyfed/hyfed/shared/demo"
 	"github.com/hyfed/hyfed/shared/experiment"
 	"github.com/hyfed/hyfed/shared/loss"
 	"github.com/hyfed/hyfed/shared/model"
@@ -83,13 +84,13 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 }
 
 // demoConfig is the demo federations' configuration: the defaults (the
-// default step, with group steps), the demo's lambda and IIC, and the
-// data's bias. TestDemoConvergesForEverySeed runs the same.
-func demoConfig(p *experiment.Prepared, rounds int, sealPrimal bool) protocol.Config {
+// default step, with group steps), the demo's lambda and IIC, and its
+// schema, whose intercept is the bias. TestDemoConvergesForEverySeed runs
+// the same.
+func demoConfig(d *demo.Data, rounds int, sealPrimal bool) protocol.Config {
 	cfg := protocol.Defaults()
 	cfg.Lambda, cfg.IIC, cfg.Rounds, cfg.SealPrimal = demoLambda, demoIIC, rounds, sealPrimal
-	cfg.Clients, cfg.NumFeatures = len(p.Blocks), p.Data.M()
-	cfg.BiasFeature, cfg.BiasValue, _ = p.Data.ConstantFeature()
+	cfg.Clients, cfg.Schema = len(d.Files), d.Schema
 	return cfg
 }
 
@@ -123,7 +124,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	retention := fs.Duration("retention", d.Retention, "an ended federation (finished or stopped) is removed this long after it ended, its checkpoints with it")
 	maxHello := fs.Int("max-hello", d.HelloLimit, "largest hello (the first frame, before a participant registers), in bytes: about 41 bytes per sample of its block")
 	maxConns := fs.Int("max-conns", d.MaxConns, "open connections the server serves at once (participants' sockets, pages, API calls)")
-	demo := fs.Bool("demo", false, "create a demo federation (MNIST, quadrants:2: 8 blocks) and print its join and dashboard links; its pages offer the demo blocks, its dashboard fills free seats with simulated participants")
+	withDemo := fs.Bool("demo", false, "create a demo federation (MNIST, quadrants:2: 8 blocks, each a CSV file of named columns and raw pixels that a participant reads as its own file) and print its join and dashboard links; its pages offer the demo blocks, its dashboard fills free seats with simulated participants")
 	demoRounds := fs.Int("demo-rounds", 300, "rounds of the demo federation")
 	demoPart := fs.String("demo-partition", demoPartition, "partition of the demo's MNIST data (one seat per block)")
 	insecure := fs.Bool("insecure-demo", false, "admit federations WITHOUT encryption (the server then reads dual values and inner products), to demonstrate what encryption prevents; with --demo, an insecure demo federation beside the encrypted one. Never for real data")
@@ -140,7 +141,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer prof.stop() // deferred first: runs after the server has closed
-	if *demo && !flagSet(fs, "curious") {
+	if *withDemo && !flagSet(fs, "curious") {
 		*curious = true // the demo is there to show what the server could learn
 	}
 	if (*cert == "") != (*key == "") {
@@ -169,21 +170,21 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "WARNING: --insecure-demo: this server admits federations without encryption; use them with demo data only")
 	}
 	var seats *session.Seats
-	var demoData *experiment.Prepared
+	var demoData *demo.Data
 	var demoPStar float64
-	if *demo {
-		fmt.Fprintf(stderr, "demo: loading MNIST, partition %s\n", *demoPart)
-		if demoData, err = experiment.Prepare(experiment.Options{Data: "mnist", Partition: *demoPart}); err != nil {
-			return fmt.Errorf("demo: %w", err)
+	if *withDemo {
+		fmt.Fprintf(stderr, "demo: loading MNIST, partition %s, as named CSV files\n", *demoPart)
+		if demoData, err = demo.Load("mnist", *demoPart); err != nil {
+			return err
 		}
 		seats = session.NewSeats(ctx, log)
 		opt.Demo = seats
-		opt.DemoModel = &model.Info{Data: demoData.Data.Name, Partition: *demoPart}
-		opt.DemoModel.BiasFeature, opt.DemoModel.BiasValue = biasOf(demoData.Data)
-		// The demo's optimum, so that the pages plot the relative loss
-		// (a few seconds on 2 cores).
+		opt.DemoModel = &model.Info{Data: demoData.Name, Partition: *demoPart}
+		// The optimum of the table the federation trains (pixels/255, the
+		// intercept at 1), so that the pages plot the relative loss (a few
+		// seconds on 2 cores).
 		fmt.Fprintf(stderr, "demo: computing P* (hyfed central) for the dashboard\n")
-		r, err := central.Solve(ctx, demoData.Data, central.Config{Lambda: demoLambda, Loss: loss.Hinge{}, Tol: 1e-9, Seed: 1})
+		r, err := central.Solve(ctx, demoData.Trained, central.Config{Lambda: demoLambda, Loss: loss.Hinge{}, Tol: 1e-9, Seed: 1})
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
@@ -223,7 +224,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else {
 		fmt.Fprintf(stdout, "create: %s/new#create=%s\n", base, *createToken)
 	}
-	if *demo {
+	if *withDemo {
 		// The encrypted demo, and with --insecure-demo the same one without
 		// encryption beside it (the privacy demonstration compares them).
 		kinds := []bool{false}
@@ -250,14 +251,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if err != nil {
 				return fmt.Errorf("demo: %w", err)
 			}
-			seats.Add(resp.ID, l, demoData.Blocks)
+			if err := seats.Add(resp.ID, l, demoData.Schema, demoData.Files); err != nil {
+				return err
+			}
 			fmt.Fprintf(stdout, "%sjoin: %s\n", prefix, link)
 			// The operator is the demo's organizer: its dashboard with the
 			// admin token ("fill the free seats" is an organizer's action).
 			fmt.Fprintf(stdout, "%sdashboard: %s%s\n", prefix, base, resp.AdminPath)
 			fmt.Fprintf(stdout, "%sadmin: %s\n", prefix, resp.AdminToken)
 		}
-		fmt.Fprintf(stdout, "open the join link, pick a demo block, then press \"fill the free seats\" on the dashboard (or: hyfed sim '<join link>' --data mnist --partition %s)\n", *demoPart)
+		fmt.Fprintf(stdout, "open the join link, pick a demo block (a CSV file, read as your own file would be), then press \"fill the free seats\" on the dashboard (or join natively with a block the join page downloads: hyfed join '<join link>' --data %s-0.csv)\n", demo.FilePrefix)
 	}
 	select {
 	case err := <-errc:

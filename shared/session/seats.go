@@ -9,12 +9,15 @@ import (
 
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/schema"
+	"github.com/hyfed/hyfed/shared/table"
 )
 
-// Seats holds demo federations' blocks and runs simulated participants for
-// their free seats: the server's DemoData (hyfed serve --demo; the browser
-// tests). It keeps the join links, and so the federation secrets, outside
-// the server package: the coordinator never sees them.
+// Seats holds demo federations' blocks, as the files a page hands out, and
+// runs simulated participants for their free seats: the server's DemoData
+// (hyfed serve --demo; the browser tests). It keeps the join links, and so
+// the federation secrets, outside the server package: the coordinator
+// never sees them.
 type Seats struct {
 	ctx  context.Context
 	log  *slog.Logger
@@ -27,8 +30,13 @@ type Seats struct {
 
 type seatsFed struct {
 	link   Link
-	blocks []*partition.Block
-	first  []string // the pseudonym of each block's first record
+	schema *schema.Schema
+	files  []partition.File
+	// What Seat matches a hello against: each block's first pseudonym,
+	// its samples and its features, as the file reads.
+	first    []string
+	samples  []int
+	features [][]int
 }
 
 // NewSeats runs simulated participants until ctx ends, logging to log.
@@ -39,21 +47,35 @@ func NewSeats(ctx context.Context, log *slog.Logger) *Seats {
 	return &Seats{ctx: ctx, log: log, feds: map[string]seatsFed{}}
 }
 
-// Add registers demo federation id: its join link and its blocks.
-func (d *Seats) Add(id string, link Link, blocks []partition.Block) {
+// Add registers demo federation id: its join link, its schema (nil: a
+// federation of block files) and its blocks as the files the pages hand
+// out. Every participant reads them alike (table.Load, as a page's
+// participant does): the simulated ones read the same bytes.
+func (d *Seats) Add(id string, link Link, s *schema.Schema, files []partition.File) error {
+	f := seatsFed{link: link, schema: s, files: files}
+	for _, file := range files {
+		b, err := loadFile(file, s)
+		if err != nil {
+			return err
+		}
+		first := ""
+		if len(b.IDs) > 0 {
+			first = link.Secret.Pseudonym(b.IDs[0])
+		}
+		f.first, f.samples, f.features = append(f.first, first), append(f.samples, b.N()), append(f.features, b.Features)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	bs := make([]*partition.Block, len(blocks))
-	for i := range blocks {
-		bs[i] = &blocks[i]
+	d.feds[id] = f
+	return nil
+}
+
+func loadFile(f partition.File, s *schema.Schema) (*partition.Block, error) {
+	b, _, err := table.Load(f.Name, f.Data, s, table.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("demo block %s: %w", f.Name, err)
 	}
-	first := make([]string, len(blocks))
-	for i := range blocks {
-		if len(blocks[i].IDs) > 0 {
-			first[i] = link.Secret.Pseudonym(blocks[i].IDs[0])
-		}
-	}
-	d.feds[id] = seatsFed{link: link, blocks: bs, first: first}
+	return b, nil
 }
 
 // Seat returns the block of demo federation id whose records a hello's
@@ -66,19 +88,20 @@ func (d *Seats) Seat(id string, hello *protocol.Message) int {
 	if !ok || hello == nil || len(hello.Pseudonyms) == 0 {
 		return -1
 	}
-	for k, b := range f.blocks {
-		if f.first[k] == hello.Pseudonyms[0] && b.N() == len(hello.Pseudonyms) && slices.Equal(b.Features, hello.Features) {
+	for k := range f.files {
+		if f.first[k] == hello.Pseudonyms[0] && f.samples[k] == len(hello.Pseudonyms) && slices.Equal(f.features[k], hello.Features) {
 			return k
 		}
 	}
 	return -1
 }
 
-// Blocks returns demo federation id's blocks (server.DemoData).
-func (d *Seats) Blocks(id string) []*partition.Block {
+// Files returns demo federation id's files, in block order (nil: no such
+// demo federation in this process; server.DemoData).
+func (d *Seats) Files(id string) []partition.File {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.feds[id].blocks
+	return d.feds[id].files
 }
 
 // Fill runs one native participant per block, each on its own websocket,
@@ -92,10 +115,14 @@ func (d *Seats) Fill(id string, ks []int) error {
 	}
 	blocks := make([]*partition.Block, len(ks))
 	for i, k := range ks {
-		if k < 0 || k >= len(f.blocks) {
-			return fmt.Errorf("demo block %d: there are %d", k, len(f.blocks))
+		if k < 0 || k >= len(f.files) {
+			return fmt.Errorf("demo block %d: there are %d", k, len(f.files))
 		}
-		blocks[i] = f.blocks[k]
+		b, err := loadFile(f.files[k], f.schema)
+		if err != nil {
+			return err
+		}
+		blocks[i] = b
 	}
 	d.wg.Add(1)
 	go func() {

@@ -540,7 +540,8 @@
     const neg = label.negative && label.negative.length ? quoted(label.negative) + ' = negative' : 'any other value = negative';
     const shared = s.labels === 'shared-with-co-holders';
     const pairs = [
-      ['features', feats.length + ': ' + feats.join(', ')],
+      // A long list (the demo's 784 pixels) shows its ends, not a page of names.
+      ['features', feats.length + ': ' + (feats.length > 24 ? feats.slice(0, 12).join(', ') + ', … ' + feats.slice(-2).join(', ') : feats.join(', '))],
       ['record id', 'column "' + s.id + '": the same id in two files is the same sample'],
       ['label', 'column "' + label.column + '": ' + quoted(label.positive) + ' = positive; ' + neg],
       ['labels', shared

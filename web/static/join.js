@@ -129,12 +129,11 @@ const statusRead = H.getJSON(api, link.invite).then(s => {
 function showSchema(sch) {
   state.schema = sch;
   $('schema-box').hidden = !sch;
-  $('delimiter-row').hidden = !sch;
   if (!sch) return;
   const f = H.schemaFacts(sch);
   $('schema-line').textContent = f.line;
   H.fillKV($('schema-kv'), f.pairs);
-  $('file-kind').textContent = 'Your own CSV file (a spreadsheet export: a header row, then one row per record, separated by commas, semicolons or tabs), with the columns the federation expects.';
+  $('file-kind').textContent = 'Your own CSV file (a spreadsheet export) with the columns the federation expects.';
   if (sch.labels === 'shared-with-co-holders') { $('labels-never').hidden = true; $('labels-shared').hidden = false; }
 }
 
@@ -190,24 +189,39 @@ function refreshFed() {
   }, 300);
 }
 
+// A demo federation's blocks are files as a participant's own would be
+// (named CSV files in a federation with a schema): each can be downloaded,
+// and "use demo block" reads it as the user's own file.
 function loadDemoList() {
   H.getJSON(api + '/demo-blocks', link.invite).then(list => {
     if (!Array.isArray(list) || !list.length) return;
-    const sel = $('demo-block');
+    const sel = $('demo-block'), files = $('demo-files');
+    state.demoFiles = {};
     for (const b of list) {
       const o = document.createElement('option');
       o.value = b.block; o.textContent = b.block + ' (' + b.samples + ' samples, ' + b.features + ' features' + (b.taken ? ', taken' : '') + ')';
       if (b.taken) o.disabled = true;
       sel.appendChild(o);
+      const name = b.file || 'demo-block-' + b.block;
+      state.demoFiles[b.block] = name;
+      const a = H.el('a', String(b.block), {href: '#', class: 'demo-file', 'data-block': b.block, title: 'download ' + name});
+      a.addEventListener('click', (e) => {
+        e.preventDefault();
+        H.download(api + '/demo-blocks/' + encodeURIComponent(b.block), link.invite, name).catch(errorOfCall);
+      });
+      if (files.childNodes.length) files.appendChild(document.createTextNode(' · '));
+      files.appendChild(a);
     }
+    $('demo-files-row').hidden = !state.schema;
     $('demo').hidden = false;
   }).catch(errorOfCall);
 }
 function loadDemo() {
   const k = $('demo-block').value;
   if (k === '') return;
+  const name = (state.demoFiles && state.demoFiles[k]) || 'demo block ' + k;
   H.request(api + '/demo-blocks/' + encodeURIComponent(k), link.invite).then(r => r.arrayBuffer())
-    .then(b => loadBytes('demo block ' + k, b))
+    .then(b => loadBytes(name, b))
     .catch(e => (e.status === 401 || e.status === 403) ? errorOfCall(e) : showError('bad-file', e.message));
 }
 
@@ -222,6 +236,7 @@ worker.onmessage = (e) => {
     case 'progress': onProgress(ev); break;
     case 'sent': showSent(ev.sent); break;
     case 'keys': keepKeyState(ev.key_state); break;
+    case 'prepared': keepPrepared(ev.preview); break;
     case 'error':
       if (ev.code === 'unknown-session') { try { forgetKeyState(); sessionStorage.removeItem(sessionKey); sessionStorage.removeItem(ownKey); } catch (e) {} }
       showError(ev.code, ev.message);
@@ -250,6 +265,8 @@ function loadBytes(name, buf) {
   if (state.running) { notice('This tab is training with the file it read; to use another one, reload the page.'); return; }
   hideError();
   state.file = {name: name, bytes: buf.slice(0)};
+  // The delimiter matters once a file is read (a phone keeps Join on its first screen).
+  $('delimiter-row').hidden = !state.schema;
   $('join-hint').textContent = 'reading ' + name + '…';
   statusRead.then(() => worker.postMessage({cmd: 'load', name: name, bytes: buf, schema: state.schema ? JSON.stringify(state.schema) : '',
     delimiter: $('delimiter').value}, [buf]));
@@ -317,6 +334,12 @@ function showSummary(s) {
   steps(state.running ? 'joined' : 'join');
   $('privacy-link').hidden = false;
   try { sessionStorage.setItem('hyfed-preview', JSON.stringify({fed: fedID, rows: s.preview, num_features: s.num_features})); } catch (e) {}
+}
+// keepPrepared keeps an own file's first rows as the federation trains them
+// (scaled, the intercept placed), for the privacy view to compare with what
+// the server reconstructs, which is of these values.
+function keepPrepared(rows) {
+  try { sessionStorage.setItem('hyfed-prepared', JSON.stringify({fed: fedID, rows: rows || []})); } catch (e) {}
 }
 
 // showMapping says, before anything is sent, how the file was read: which

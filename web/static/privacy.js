@@ -267,6 +267,17 @@ document.addEventListener('visibilitychange', () => { if (!document.hidden) refr
 
 // dense puts a tab row (non-zeros on global features) on the columns of the
 // reconstruction.
+// ownRows are the tab's rows to compare with the server's reconstruction:
+// an own file's rows as the federation trains them once the preparation
+// gave them (the join page keeps them; the server reconstructs these
+// values), else the rows the tab read.
+function ownRows() {
+  let p = null;
+  try { p = JSON.parse(fromTab('hyfed-prepared') || 'null'); } catch (e) { p = null; }
+  if (p && p.fed === id && Array.isArray(p.rows) && p.rows.length) return p.rows;
+  return preview.rows || [];
+}
+
 function dense(row, features) {
   const at = new Map();
   (row.features || []).forEach((f, i) => at.set(f, row.values[i]));
@@ -278,7 +289,7 @@ function dense(row, features) {
 // attack recovered nothing of count as zeros (error 1).
 function attackError(rec) {
   let diff = 0, norm = 0, rows = 0, worst = null;
-  const mine = new Map((preview.rows || []).map((r, i) => [r.index !== undefined ? r.index : i, r]));
+  const mine = new Map(ownRows().map((r, i) => [r.index !== undefined ? r.index : i, r]));
   for (const r of rec.rows) {
     const own = mine.get(r.index);
     const heldout = own && own.heldout !== undefined ? own.heldout : !r.training;
@@ -299,7 +310,7 @@ function attackError(rec) {
 function showPairs(rec, nf) {
   const box = $('attack-pairs');
   box.textContent = '';
-  const mine = new Map((preview.rows || []).map((r, i) => [r.index !== undefined ? r.index : i, r]));
+  const mine = new Map(ownRows().map((r, i) => [r.index !== undefined ? r.index : i, r]));
   const shown = rec.rows.filter((r) => mine.has(r.index)).slice(0, H.isImage(nf) ? 16 : 8);
   if (H.isImage(nf)) {
     for (const r of shown) {
