@@ -3,8 +3,9 @@
 # (kernlab, mlbench, modeldata), written as LIBSVM files into DIR (default
 # .cache/realdata): binary labels, factors one-hot, rows with missing values
 # dropped, then every feature but dna's (already 0/1) divided by its largest
-# magnitude, as LIBSVM's site scales its sets. docs/convergence.md reports
-# hyfed's defaults on them; `make realdata` runs this and the suite.
+# magnitude, as LIBSVM's site scales its sets. `make realdata` runs this and
+# the suite on them into docs/realdata.md; docs/results/2026-11-24-real-data.md
+# has the first such run.
 set -euo pipefail
 dir=${1:-.cache/realdata}
 mkdir -p "$dir"
