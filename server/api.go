@@ -185,6 +185,23 @@ func (s *Server) handleCreate(c echo.Context) error {
 	if err := dec.Decode(&req); err != nil {
 		return httpError(http.StatusBadRequest, "bad-request", "federation request: %v", err)
 	}
+	// The configuration reads 0 as the default; a request that gives 0
+	// for a setting where 0 means nothing is refused, not defaulted.
+	var given struct {
+		Lambda *float64 `json:"lambda"`
+		IIC    *float64 `json:"iic"`
+		Rounds *int     `json:"rounds"`
+	}
+	if json.Unmarshal(body, &given) == nil {
+		switch {
+		case given.Lambda != nil && *given.Lambda == 0:
+			return httpError(http.StatusBadRequest, "bad-config", "config: lambda 0 must be positive (leave it out for the default %v)", protocol.DefaultLambda)
+		case given.IIC != nil && *given.IIC == 0 && req.Inner == 0:
+			return httpError(http.StatusBadRequest, "bad-config", "config: IIC 0 must be positive (leave it out for the default %v, or give inner)", protocol.DefaultIIC)
+		case given.Rounds != nil && *given.Rounds == 0:
+			return httpError(http.StatusBadRequest, "bad-config", "config: rounds 0: want at least 1 (leave it out for the default %d)", protocol.DefaultRounds)
+		}
+	}
 	resp, err := s.create(req, hashToken(creator))
 	var q errQuota
 	switch {

@@ -51,7 +51,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	memProfile := fs.String("memprofile", "", "write the server's heap profile at the end of the timed rounds to FILE, and at their start to FILE.base (go tool pprof -sample_index=alloc_space -base FILE.base FILE: what the rounds allocated)")
 	partProfile := fs.String("participants-cpuprofile", "", "write a CPU profile (pprof) of the simulated participants (this process) over the timed rounds to FILE")
 	window := fs.String("profile", "rounds", "what -cpuprofile and -memprofile cover: rounds (1 to --rounds) or registration")
-	groupSteps := fs.Bool("group-steps", protocol.Defaults().GroupSteps, "block step: the server weighs each sample group's direction and a second one (--group-steps=false: one line search for all)")
+	groupSteps := fs.Bool("group-steps", true, "block step: the server weighs each sample group's direction and a second one (--group-steps=false: one line search for all)")
 	keys := fs.String("keys", protocol.KeysShared, "who can open a sum: shared (one key from the link) or threshold (a key committee switches every sum to its receiver's own key)")
 	committee := fs.Int("key-committee", protocol.DefaultKeyCommittee, "threshold keys: the committee's size (its members take the switching in turns)")
 	threshold := fs.Int("key-threshold", protocol.DefaultKeyThreshold, "threshold keys: t, the members that switch each sum")
@@ -106,7 +106,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	// The defaults (the default step, with group steps), as hyfed create.
 	req := server.CreateRequest{Name: "bench", Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(10 * time.Minute), Config: protocol.Defaults()}
-	req.Algo, req.Rounds, req.Clients, req.SealPrimal, req.GroupSteps = *algo, *rounds, len(p.Blocks), *sealPrimal, *groupSteps
+	req.Algo, req.Rounds, req.Clients, req.SealPrimal, req.NoGroupSteps = *algo, *rounds, len(p.Blocks), *sealPrimal, protocol.Off(!*groupSteps)
 	if *algo == protocol.AlgoHyFDCA {
 		req.Step = *step
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
+	"strconv"
 
 	"github.com/hyfed/hyfed/shared/protocol"
 )
@@ -15,7 +17,8 @@ import (
 func configFlags(fs *flag.FlagSet, cfg *protocol.Config) {
 	d := protocol.Defaults()
 	fs.StringVar(&cfg.Loss, "loss", d.Loss, "loss: hinge or logistic")
-	fs.Float64Var(&cfg.Lambda, "lambda", d.Lambda, "L2 regularization lambda (> 0)")
+	cfg.Lambda = d.Lambda
+	fs.Var(positive{&cfg.Lambda}, "lambda", "L2 regularization lambda (> 0)")
 	fs.IntVar(&cfg.Rounds, "rounds", d.Rounds, "rounds to run")
 	fs.Float64Var(&cfg.Fraction, "fraction", d.Fraction, "probability that a participant is active in a round (1: all that are connected)")
 	fs.IntVar(&cfg.Inner, "inner", d.Inner, "H, the samples each sample group (block, hyfed) or client (paper, baselines) updates a round; overrides --iic")
@@ -26,12 +29,85 @@ func configFlags(fs *flag.FlagSet, cfg *protocol.Config) {
 		return fmt.Errorf("--estimate was the retired hyfed step rule's local estimate; the block step (the default) solves each group's subproblem exactly and needs none")
 	})
 	fs.Float64Var(&cfg.Gamma, "gamma", d.Gamma, "update scale of the paper step rule")
-	fs.BoolVar(&cfg.GroupSteps, "group-steps", d.GroupSteps, "block step, two or more sample groups: the server weighs each group's direction and a second one solved against its picks' centered Gram, which moves dual mass between the groups (--group-steps=false: one line search for all, which stalls near 1e-2)")
-	fs.BoolVar(&cfg.SolveOnce, "solve-once", d.SolveOnce, "block step: one holder of each updating group solves the group's subproblem and the others take the direction it seals (--solve-once=false: every holder is sent the Gram and solves it)")
-	fs.IntVar(&cfg.SharedDirections, "shared-directions", d.SharedDirections, "block step: each sample group's leading directions (its picks' Gram's; the bias, the mean row, ...) priced at the number of updating groups, the rest at the adaptive sigma' (0: all at sigma')")
-	fs.BoolVar(&cfg.FindBias, "find-bias", d.FindBias, "without a declared bias (--bias-feature): take the last feature as the data's bias when every block that holds it holds one non-zero value there in every row, as a constant feature of pooled data")
+	fs.Var(onFlag{&cfg.NoGroupSteps}, "group-steps", "block step, two or more sample groups: the server weighs each group's direction and a second one solved against its picks' centered Gram, which moves dual mass between the groups (--group-steps=false: one line search for all, which stalls near 1e-2)")
+	fs.Var(onFlag{&cfg.EveryHolderSolves}, "solve-once", "block step: one holder of each updating group solves the group's subproblem and the others take the direction it seals (--solve-once=false: every holder is sent the Gram and solves it)")
+	cfg.SharedDirections = d.SharedDirections
+	fs.Var(directionsFlag{&cfg.SharedDirections}, "shared-directions", "block step: each sample group's leading directions (its picks' Gram's; the bias, the mean row, ...) priced at the number of updating groups, the rest at the adaptive sigma' (0: all at sigma')")
+	fs.Var(onFlag{&cfg.NoFindBias}, "find-bias", "without a declared bias (--bias-feature): take the last feature as the data's bias when every block that holds it holds one non-zero value there in every row, as a constant feature of pooled data")
 	fs.BoolVar(&cfg.SealPrimal, "seal-primal", d.SealPrimal, "seal the primal contributions too (hat_w_k and its changes per feature): the server sees only their sum")
 	fs.StringVar(&cfg.Keys, "keys", d.Keys, "who can open a sum: shared (every participant derives the one key from the link secret) or threshold (t-of-n keys: no participant, nor the server with fewer than t participants, opens another's values)")
 	fs.IntVar(&cfg.KeyCommittee, "key-committee", d.KeyCommittee, "threshold keys: the most participants that hold shares of the collective key (n of t-of-n)")
 	fs.IntVar(&cfg.KeyThreshold, "key-threshold", d.KeyThreshold, "threshold keys: t, the committee members needed to open a sum for a participant")
+}
+
+// onFlag is a boolean flag for a setting on by default (protocol.Off):
+// --group-steps=false sets NoGroupSteps.
+type onFlag struct{ off *protocol.Off }
+
+func (f onFlag) String() string {
+	if f.off == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!bool(*f.off))
+}
+
+func (f onFlag) Set(s string) error {
+	on, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*f.off = protocol.Off(!on)
+	return nil
+}
+
+func (onFlag) IsBoolFlag() bool { return true }
+
+// directionsFlag is --shared-directions: a count, 0 for none (the
+// configuration's zero is its default).
+type directionsFlag struct{ d *protocol.Directions }
+
+func (f directionsFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return strconv.Itoa(f.d.Count())
+}
+
+func (f directionsFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		return fmt.Errorf("%d: want 0 (none) or more", n)
+	}
+	*f.d = protocol.Directions(n)
+	if n == 0 {
+		*f.d = protocol.NoDirections
+	}
+	return nil
+}
+
+// positive is a float flag that refuses 0 and less: a 0 would read as
+// "the default" in the configuration, which a user who typed it did not
+// mean.
+type positive struct{ v *float64 }
+
+func (f positive) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*f.v, 'g', -1, 64)
+}
+
+func (f positive) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return err
+	}
+	if !(v > 0) || math.IsInf(v, 0) {
+		return fmt.Errorf("%v: want a finite number > 0", v)
+	}
+	*f.v = v
+	return nil
 }

@@ -22,7 +22,7 @@ func TestDiagGroups(t *testing.T) {
 	o := Options{Data: data, Partition: part, Plaintext: true, Seed: 1}
 	o.Config = protocol.Defaults()
 	o.Config.Loss, o.Config.Rounds = lname, rounds
-	o.Config.GroupSteps = os.Getenv("DIAG_GS") != ""
+	o.Config.NoGroupSteps = protocol.Off(os.Getenv("DIAG_GS") == "")
 	if s := os.Getenv("DIAG_STEP"); s != "" {
 		o.Config.Step = s
 	}

@@ -265,8 +265,8 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 		return nil, err
 	}
 	s.Step, s.Fraction, s.Rounds = cfg.Step, cfg.Fraction, cfg.Rounds
-	s.GroupSteps = cfg.GroupSteps && cfg.Step == protocol.StepBlock && !cfg.Baseline()
-	s.Shared = cfg.SharedDirections
+	s.GroupSteps = cfg.GroupSteps() && cfg.Step == protocol.StepBlock && !cfg.Baseline()
+	s.Shared = cfg.SharedDirections.Count()
 	if cfg.Baseline() {
 		s.Step = "" // the baselines have no step rule
 		if !cfg.Averaging() {

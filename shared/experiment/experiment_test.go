@@ -74,7 +74,6 @@ func TestBadOptions(t *testing.T) {
 		{Data: "synthetic:100,5", Partition: "grid:0,2", Config: protocol.Config{Lambda: 1e-2, IIC: 0.1, Rounds: 1}},
 		{Data: "synthetic:100,5", Partition: "grid:1,2", PStar: 1, Config: protocol.Config{Lambda: -1, IIC: 0.1, Rounds: 1}},
 		{Data: "synthetic:100,5", Partition: "grid:1,2", PStar: 1, Config: protocol.Config{Lambda: 1e-2, IIC: 0.1, Rounds: 1, Step: "fast"}},
-		{Data: "synthetic:100,5", Partition: "grid:1,2", PStar: 1, Config: protocol.Config{Lambda: 0, IIC: 0.1, Rounds: 1}},
 		{Data: "no-such-file.libsvm", Partition: "grid:1,2", Config: protocol.Config{Lambda: 1e-2, IIC: 0.1, Rounds: 1}},
 	} {
 		if _, err := Run(context.Background(), o); err == nil {

@@ -19,7 +19,7 @@ import (
 // checkpointVersion changes whenever the saved state changes shape so that
 // this build can no longer read an older one; a field added that may be
 // absent (as Best) does not change it.
-const checkpointVersion = 1
+const checkpointVersion = 2 // 1: the configuration before its zero value meant the defaults (checkpoint_legacy.go)
 
 // roundVersion is the round part's: 2 puts the sealed vectors after the
 // gob of the rest (roundState.Alpha and SealedW empty) so that encoding
@@ -195,7 +195,6 @@ type setupState struct {
 	NumFeatures int
 	Clients     []helloState
 	Norms       []byte
-	GroupStats  []float64 // the retired hyfed rule's; read and ignored
 	// Keys is the threshold key's setup (absent with the shared key).
 	Keys *keyCheckpoint
 	// Prep is what a federation with a schema found in its preparation
@@ -321,8 +320,8 @@ func encodeGob(v any) []byte {
 // returns with its session (set up again, refreshed from the sealed dual
 // values), and an InputResume starts the next round.
 func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
-	var st setupState
-	if err := gob.NewDecoder(bytes.NewReader(setup)).Decode(&st); err != nil {
+	st, err := decodeSetup(setup)
+	if err != nil {
 		return nil, fmt.Errorf("restore: setup: %w", err)
 	}
 	if st.Version != checkpointVersion {

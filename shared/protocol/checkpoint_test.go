@@ -443,3 +443,37 @@ func TestRestoreLegacyChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreVersion1: a setup part saved before the configuration's zero
+// value meant the defaults restores as the federation it was: its
+// booleans on where they were set, 0 shared directions as none.
+func TestRestoreVersion1(t *testing.T) {
+	d := testData(60, 6, 3)
+	cfg := Config{Lambda: 1e-2, Inner: 5, Rounds: 6, Seed: 2, NoGroupSteps: true, SharedDirections: NoDirections}
+	last := crashAt(t, newFed(t, gridBlocks(d, 2, 2), cfg), 3, PhaseStep)
+	st, err := decodeSetup(last.Setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := st.Config
+	old := setupStateV1{Version: 1, Scheme: st.Scheme, Fingerprint: st.Fingerprint, NumFeatures: st.NumFeatures, Clients: st.Clients, Norms: st.Norms,
+		Config: configV1{Lambda: c.Lambda, Loss: c.Loss, Step: c.Step, Inner: c.Inner, IIC: c.IIC, Gamma: c.Gamma, Fraction: c.Fraction, Rounds: c.Rounds,
+			Search: c.Search, Seed: c.Seed, Clients: c.Clients, Quorum: c.Quorum, Algo: c.Algo, Keys: c.Keys, KeyCommittee: c.KeyCommittee,
+			KeyThreshold: c.KeyThreshold, GroupSteps: false, SolveOnce: true, SharedDirections: 0, FindBias: true}}
+	setup := encodeGob(old)
+	// The round part names its setup by digest: name the old one.
+	rs, err := decodeRound(last.RoundData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.SetupDigest, rs.Version = sha256.Sum256(setup), 1 // the round part of then: the dual values in the gob
+	r, err := Restore(seal.Plaintext{Len: 64}, setup, encodeGob(rs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.Config()
+	if got.GroupSteps() || !got.SolveOnce() || got.SharedDirections.Count() != 0 || !got.FindBias() {
+		t.Errorf("restored as group steps %v, solve once %v, %d shared directions, find bias %v; saved as false, true, 0, true",
+			got.GroupSteps(), got.SolveOnce(), got.SharedDirections.Count(), got.FindBias())
+	}
+}

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -42,151 +43,147 @@ const (
 )
 
 // Config is the federation's public configuration: one type from the
-// command-line flags (RegisterFlags) and the create request's JSON to the
-// Setup message, the checkpoints and the status views. Defaults gives the
-// defaults; Validate fills the settings that depend on others and refuses
-// anything else out of range, naming the field.
+// command-line flags and the create request's JSON to the Setup message,
+// the checkpoints and the status views. Its zero value is the default
+// federation: Validate fills every default (Defaults spells them out) and
+// refuses anything out of range, naming the field.
 type Config struct {
-	Lambda float64 `json:"lambda"`
-	Loss   string  `json:"loss"` // hinge or logistic
-	Step   string  `json:"step"` // block (default) or paper
-	// Inner is H, the number of samples each client (paper) or each sample
-	// group (block, hyfed; block caps it at MaxBlockPicks) updates per round. Zero: computed from IIC when the
-	// federation starts, H = ceil(IIC * N / clients).
-	Inner int `json:"inner"`
-	// IIC is the inner iterations constant (used when Inner is zero).
-	IIC float64 `json:"iic"`
-	// Gamma scales the paper rule's updates (ignored by hyfed, which finds
-	// its step by line search).
-	Gamma float64 `json:"gamma,omitempty"`
-	// Fraction is the probability that a connected client is active in a
-	// round; 1 means all.
-	Fraction float64 `json:"fraction"`
-	Rounds   int     `json:"rounds"`
-	// Search picks the step's size along the round's direction (block):
-	// "dual" (the dual's maximiser; the default) or "primal" (the smallest
-	// primal among steps that gain at least half as much dual as the
-	// maximiser).
-	Search string `json:"search"`
-	// Seed drives the server's participation draws.
-	Seed uint64 `json:"seed,omitempty"`
-	// Clients is the number of participants the federation waits for
-	// before it starts.
-	Clients int `json:"min_participants"`
-	// NumFeatures, if set, is the feature count every block must declare
-	// (the federation's feature schema).
+	Lambda float64 `json:"lambda"` // L2 regularization (0: DefaultLambda)
+	Loss   string  `json:"loss"`   // hinge (default) or logistic
+	Step   string  `json:"step"`   // block (default) or paper (docs/design.md, "The step rules")
+	// Inner is H, the samples each sample group (block; at most
+	// MaxBlockPicks) or client (paper) updates a round; 0: InnerFor(IIC).
+	Inner int     `json:"inner"`
+	IIC   float64 `json:"iic"` // the inner iterations constant (0: DefaultIIC)
+	// Gamma scales the paper rule's updates (0: 1).
+	Gamma    float64 `json:"gamma,omitempty"`
+	Fraction float64 `json:"fraction"` // chance a connected client is active in a round (0: 1, all)
+	Rounds   int     `json:"rounds"`   // 0: DefaultRounds
+	// Search picks the step along the round's direction: "dual" (the
+	// dual's maximiser, the default) or "primal" (the smallest primal
+	// keeping half the best dual gain).
+	Search  string `json:"search"`
+	Seed    uint64 `json:"seed,omitempty"`   // the server's participation draws
+	Clients int    `json:"min_participants"` // registrations that start the federation
+	// NumFeatures, if set, is the feature count every block must declare.
 	NumFeatures int `json:"num_features"`
-	// BiasFeature and BiasValue name a feature every sample holds with the
-	// same non-zero value (the data's bias; BiasValue 0: none). The block
-	// rule leaves it out of the partial Grams and enters its part of every
-	// inner product, BiasValue^2, exactly: where holders share features
-	// (kappa > 1) the bound then covers only the rest.
+	// BiasFeature and BiasValue name a feature every sample holds with one
+	// non-zero value (the data's bias; BiasValue 0: none): the block step
+	// enters its part of every Gram exactly.
 	BiasFeature int     `json:"bias_feature,omitempty"`
 	BiasValue   float64 `json:"bias_value,omitempty"`
-	// FindBias (on by default) takes the bias from the participants'
-	// blocks when none is declared: when every sample has exactly one
-	// holder of the last feature and every such block holds one non-zero
-	// value there in every row (what Dataset.ConstantFeature finds in
-	// pooled data), that feature is the bias.
-	FindBias bool `json:"find_bias"`
-	// Quorum is the share of the federation's participants that must be
-	// connected for a round to start (0 means 0.5): with fewer, the
-	// federation waits at the round boundary instead of spending rounds
-	// on nobody.
+	// NoFindBias stops the coordinator taking the bias from the blocks
+	// when none is declared (docs/design.md, "The step rules").
+	NoFindBias Off `json:"find_bias"`
+	// Quorum is the share of participants that must be connected for a
+	// round to start (0: 0.5); with fewer the federation waits.
 	Quorum float64 `json:"quorum,omitempty"`
-	// SealPrimal seals the primal side too (the HyFDCA paper leaves it in
-	// plaintext): participants seal their contributions to w and to the
-	// round's direction per feature, the server adds the ciphertexts and
-	// one participant opens only the aggregate (KindOpen). No single
-	// participant's hat_w_k or its change then reaches the server.
+	// SealPrimal seals the primal contributions too: the server adds them
+	// per feature and one participant opens only the sum (docs/privacy.md).
 	SealPrimal bool `json:"seal_primal,omitempty"`
-	// GroupSteps (block step; on by default) lets the server weigh every
-	// updating sample group's direction on its own: each group's holders
-	// also solve the subproblem against the Gram of the picks less their
-	// mean row (no curvature along moving all picks alike, the bias's part
-	// gone), and the server maximises the dual over each group's weights on
-	// its two directions, pricing what the groups share (the bias, the mean
-	// rows) exactly (groupstep.go; issue 14: without them the block step
-	// stalls near 1e-2 with two or more sample groups). It applies when
-	// every holder of an updating group holds no other updating group and
-	// the primal is not sealed; otherwise the round takes the block step's
-	// one line search. Validate turns it off for other steps and for the
-	// baselines. The JSON field is always written: a checkpoint made
-	// before it existed has none and reads as false, so a restored
-	// federation keeps the rule it ran.
-	GroupSteps bool `json:"group_steps"`
-	// SharedDirections (block step; gram.SharedDirections by default) is
-	// the number r of each group's leading directions (its picks' Gram's
-	// leading eigenvectors: the bias, the mean row, the next principal
-	// directions) that the group's subproblem prices at the number of
-	// updating groups, every group moving them alike, while the rest takes
-	// the adaptive sigma' (package gram). 0 prices everything at sigma'.
-	// Validate sets it to 0 for other steps and for the baselines. Always
-	// written, like GroupSteps: a checkpoint made before it existed reads
-	// as 0 and keeps the rule it ran.
-	SharedDirections int `json:"shared_directions"`
-	// SolveOnce (block step; on by default): only one holder of each
-	// updating group, its reporter, is sent the group's summed Gram and
-	// solves the group's subproblem; it seals the direction it found (and
-	// the centered one) and the server hands them to every holder of the
-	// group, which takes its share of dw from them. Without it every
-	// holder is sent the Gram and solves the same subproblem on the same
-	// numbers: no extra trip, but a holder's Gram bytes and solve time
-	// (most of a participant's work at 500 and 5,000 participants) paid
-	// once per holder. The directions travel sealed, so every holder
-	// takes them quantized (seal.Quantize). Always written, like
-	// GroupSteps: a checkpoint made before it existed reads as false.
-	SolveOnce bool `json:"solve_once"`
+	// NoGroupSteps (block step) turns off the server's step across sample
+	// groups, which moves dual mass between them (docs/design.md).
+	NoGroupSteps Off `json:"group_steps"`
+	// SharedDirections (block step) is how many of each group's leading
+	// directions are priced at the number of updating groups, the rest at
+	// sigma' (package gram): 0 the default, NoDirections none.
+	SharedDirections Directions `json:"shared_directions"`
+	// EveryHolderSolves (block step) sends every holder of a group its
+	// Gram to solve, instead of one solver a group that seals the
+	// direction for the others (docs/design.md, section 2).
+	EveryHolderSolves Off `json:"solve_once"`
 
-	// Algo is the algorithm: hyfdca (the default) or one of the averaging
-	// baselines (package averaging: fedavg, hyfem-avg, hyfem-prox), which
-	// run through the same coordinator, participants, transport and
-	// sealing: every active participant takes Inner local SGD steps from
-	// the global model on its features with step StepA/(StepB+sqrt(t)),
-	// seals its weights per feature, the server adds the ciphertexts, a
-	// participant opens the sum, and the server divides by the public
-	// number of active holders of each feature. The dual-related settings
-	// (Step, Search, Gamma, SealPrimal) do not apply.
-	//
-	// fedhybrid (the FedHybrid paper, horizontal partitions, logistic loss) runs
-	// the same way: each active participant takes a gradient- or
-	// Newton-type step (Mode) on its local copy and dual from the
-	// consensus w, seals mu x_i - lambda_i, and w becomes the opened sum
-	// over all participants (an inactive one's last vector counts again)
-	// divided by mu times their number. StepA and StepB are then its a_i
-	// and b_i (0: the defaults of fedhybrid.NewNode).
+	// Algo is the algorithm: hyfdca (the default), an averaging baseline
+	// (fedavg, hyfem-avg, hyfem-prox: package averaging) or fedhybrid
+	// (horizontal data, logistic loss), all through the same coordinator,
+	// participants and sealing (docs/design.md, "The baselines").
 	Algo  string  `json:"algo"`
-	StepA float64 `json:"step_a,omitempty"`
-	StepB float64 `json:"step_b,omitempty"`
-	Mu    float64 `json:"mu,omitempty"`   // HyFEM-Prox's proximal weight, FedHybrid's penalty
-	Mode  string  `json:"mode,omitempty"` // FedHybrid: newton (default), gradient or mixed
+	StepA float64 `json:"step_a,omitempty"` // the baselines' step a (fedhybrid: a_i)
+	StepB float64 `json:"step_b,omitempty"` // and b (fedhybrid: b_i)
+	Mu    float64 `json:"mu,omitempty"`     // HyFEM-Prox's proximal weight, FedHybrid's penalty
+	Mode  string  `json:"mode,omitempty"`   // FedHybrid: newton (default), gradient or mixed
 
-	// Keys says who can open a sum (docs/encryption.md): "shared" (every
-	// participant derives the one BGV key from the link secret; the
-	// default) or "threshold" (t-of-n threshold keys, issue 19: values are
-	// sealed under a collective key, and every sum the server hands a
-	// participant is first switched to that participant's own key by t
-	// members of the key committee, so neither one participant nor the
-	// server with fewer than t of them opens another's values).
+	// Keys says who can open a sum: "shared" (every participant derives
+	// the one key from the link secret; the default) or "threshold" (t of
+	// a key committee switch every sum to its receiver: docs/encryption.md).
 	Keys string `json:"keys,omitempty"`
-	// KeyCommittee is the most participants that hold shares of the
-	// collective key (the n of t-of-n; the federation's first
-	// participants by index, at most as many as take part), KeyThreshold
-	// is t (at most the committee's size). Threshold keys only.
+	// KeyCommittee is n of t-of-n (the first participants by index) and
+	// KeyThreshold t; threshold keys only (0: the defaults).
 	KeyCommittee int `json:"key_committee,omitempty"`
 	KeyThreshold int `json:"key_threshold,omitempty"`
 
-	// Schema, when set, is the federation's schema: participants join
-	// with their own files, read against it; the feature count and the
-	// intercept (the bias) follow from it, and before the first round the
-	// federation scales every column and resolves the labels
+	// Schema, when set, is the federation's schema: participants join with
+	// their own files; the feature count and the intercept follow from it
 	// (docs/own-data.md).
 	Schema *schema.Schema `json:"schema,omitempty"`
 }
 
+// GroupSteps, SolveOnce and FindBias say whether those settings, on by
+// default, are on.
+func (c Config) GroupSteps() bool { return !bool(c.NoGroupSteps) }
+
+// SolveOnce: one solver a group (see EveryHolderSolves).
+func (c Config) SolveOnce() bool { return !bool(c.EveryHolderSolves) }
+
+// FindBias: the bias taken from the blocks (see NoFindBias).
+func (c Config) FindBias() bool { return !bool(c.NoFindBias) }
+
+// Off is a setting that is on unless set: its zero value keeps the
+// default, so that Config{} is the default federation. In JSON it is the
+// setting itself, as it always was: "group_steps": true means on.
+type Off bool
+
+// MarshalJSON writes the setting's own sense.
+func (o Off) MarshalJSON() ([]byte, error) { return json.Marshal(!bool(o)) }
+
+// UnmarshalJSON reads the setting's own sense.
+func (o *Off) UnmarshalJSON(b []byte) error {
+	var on bool
+	if err := json.Unmarshal(b, &on); err != nil {
+		return err
+	}
+	*o = Off(!on)
+	return nil
+}
+
+// Directions is Config.SharedDirections: 0 the default, NoDirections
+// none, else the count. In JSON it is the count in effect, 0 for none, as
+// it always was.
+type Directions int
+
+// NoDirections prices every direction at sigma'.
+const NoDirections Directions = -1
+
+// Count is the number of shared directions in effect.
+func (d Directions) Count() int {
+	switch {
+	case d < 0:
+		return 0
+	case d == 0:
+		return gram.SharedDirections
+	}
+	return int(d)
+}
+
+// MarshalJSON writes the count in effect.
+func (d Directions) MarshalJSON() ([]byte, error) { return json.Marshal(d.Count()) }
+
+// UnmarshalJSON reads a count, 0 for none.
+func (d *Directions) UnmarshalJSON(b []byte) error {
+	var n int
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	*d = Directions(n)
+	if n == 0 {
+		*d = NoDirections
+	}
+	return nil
+}
+
 // synced reports whether the step rule picks the same samples at every
 // holder of a group and moves the dual values by a server-chosen step
-// (block, hyfed), rather than each client on its own (paper).
+// (block), rather than each client on its own (paper).
 func (c *Config) synced() bool { return c.Step != StepPaper }
 
 // The defaults a user gets for the settings that have one (Defaults).
@@ -217,8 +214,8 @@ const (
 // step's search, the quorum) are filled by Validate.
 func Defaults() Config {
 	return Config{Algo: AlgoHyFDCA, Loss: "hinge", Lambda: DefaultLambda, Step: StepBlock, IIC: DefaultIIC,
-		Fraction: 1, Rounds: DefaultRounds, Gamma: 1, GroupSteps: true, SharedDirections: gram.SharedDirections, SolveOnce: true, FindBias: true,
-		Keys: KeysShared, KeyCommittee: DefaultKeyCommittee, KeyThreshold: DefaultKeyThreshold}
+		Fraction: 1, Rounds: DefaultRounds, Gamma: 1, SharedDirections: gram.SharedDirections, Search: SearchDual,
+		Quorum: 0.5, Keys: KeysShared, KeyCommittee: DefaultKeyCommittee, KeyThreshold: DefaultKeyThreshold}
 }
 
 // InnerFor is H from IIC, the one formula: ceil(iic * N / clients), at
@@ -296,12 +293,24 @@ func (c *Config) Validate() error {
 	if c.Step != StepBlock && c.Step != StepPaper {
 		return fmt.Errorf("config: step %q: want %s or %s", c.Step, StepBlock, StepPaper)
 	}
-	if c.Step != StepBlock || c.Baseline() {
-		// the block step's alone (on by default)
-		c.GroupSteps, c.SharedDirections, c.SolveOnce = false, 0, false
-	}
-	if c.SharedDirections < 0 || c.SharedDirections > MaxBlockPicks {
+	if c.SharedDirections < NoDirections || c.SharedDirections > MaxBlockPicks {
 		return fmt.Errorf("config: shared directions %d: want 0 (none) to %d", c.SharedDirections, MaxBlockPicks)
+	}
+	if c.SharedDirections == 0 {
+		c.SharedDirections = gram.SharedDirections
+	}
+	if c.Step != StepBlock || c.Baseline() {
+		// the block step's alone
+		c.NoGroupSteps, c.SharedDirections, c.EveryHolderSolves = true, NoDirections, true
+	}
+	if c.Lambda == 0 {
+		c.Lambda = DefaultLambda
+	}
+	if c.IIC == 0 {
+		c.IIC = DefaultIIC
+	}
+	if c.Rounds == 0 {
+		c.Rounds = DefaultRounds
 	}
 	if !(c.Lambda > 0) || math.IsInf(c.Lambda, 0) {
 		return fmt.Errorf("config: lambda %v must be positive and finite", c.Lambda)

@@ -141,7 +141,7 @@ func (c *Coordinator) gramsIn(p *phaseState) {
 	// Under SolveOnce each group's reporter alone is sent its Gram.
 	solvers := targets
 	c.flow.solves = nil
-	if c.cfg.SolveOnce {
+	if c.cfg.SolveOnce() {
 		solvers = nil
 		c.flow.solves = map[int]map[int]bool{}
 		for _, k := range targets {
@@ -160,7 +160,7 @@ func (c *Coordinator) gramsIn(p *phaseState) {
 	for _, k := range solvers {
 		cs := c.clients[k]
 		m := Message{Kind: KindGramSum, Round: c.round, Sealed: seal.Vec{}, Report: report[k], Sigma: sigma, Centered: c.flow.groupSteps}
-		if c.cfg.SharedDirections > 0 {
+		if c.cfg.SharedDirections.Count() > 0 {
 			m.SigmaShared = float64(len(c.updating))
 		}
 		for _, gi := range c.updating {
@@ -178,7 +178,7 @@ func (c *Coordinator) gramsIn(p *phaseState) {
 		}
 		c.send(k, m)
 	}
-	if c.cfg.SolveOnce {
+	if c.cfg.SolveOnce() {
 		c.awaitSum(PhaseDirection, KindSolved, solvers, c.solvedIn)
 		return
 	}

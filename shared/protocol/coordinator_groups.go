@@ -16,7 +16,7 @@ import (
 // groupStepsApply reports whether the round's updating groups take their
 // own steps.
 func (c *Coordinator) groupStepsApply() bool {
-	if !c.cfg.GroupSteps || c.cfg.SealPrimal || len(c.updating) < 2 {
+	if !c.cfg.GroupSteps() || c.cfg.SealPrimal || len(c.updating) < 2 {
 		return false
 	}
 	seen := map[int]bool{}

@@ -355,7 +355,7 @@ func (c *Coordinator) align() error {
 	if c.cfg.Schema != nil {
 		return c.alignSchema()
 	}
-	if c.cfg.FindBias && c.cfg.BiasValue == 0 {
+	if c.cfg.FindBias() && c.cfg.BiasValue == 0 {
 		c.cfg.BiasFeature, c.cfg.BiasValue = c.findBias()
 	}
 	return nil

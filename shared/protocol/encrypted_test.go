@@ -33,9 +33,14 @@ func TestEncryptedRunMatchesPlaintext(t *testing.T) {
 		name, step string
 		data       *dataset.Dataset
 		bias       bool
-	}{{"block", StepBlock, d, false}, {"block dealt with bias", StepBlock, dealt, true}, {"paper", StepPaper, d, false}} {
+		defaults   bool // the default block step: group steps, one solver a group, shared directions
+	}{{"block", StepBlock, d, false, true}, {"block, one line search, every holder solving", StepBlock, d, false, false},
+		{"block dealt with bias", StepBlock, dealt, true, false}, {"paper", StepPaper, d, false, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{Lambda: 1e-2, Step: tc.step, Inner: 12, Fraction: 0.5, Rounds: 25, Seed: 5}
+			cfg := Config{Lambda: 1e-2, Step: tc.step, Inner: 12, Fraction: 0.5, Rounds: 25, Seed: 5, NoGroupSteps: true, EveryHolderSolves: true, SharedDirections: NoDirections}
+			if tc.defaults {
+				cfg.NoGroupSteps, cfg.EveryHolderSolves, cfg.SharedDirections = false, false, 0
+			}
 			if tc.bias {
 				cfg.BiasFeature, cfg.BiasValue = d.M()-1, 1
 			}
@@ -109,7 +114,7 @@ func TestEncryptedTrafficHoldsNoSecrets(t *testing.T) {
 	for _, step := range []string{StepBlock, StepBlock + "+group-steps", StepPaper} {
 		cfg := Config{Lambda: 1e-2, Step: step, Inner: 10, Fraction: 0.7, Rounds: 15, Seed: 3}
 		if rule, ok := strings.CutSuffix(step, "+group-steps"); ok {
-			cfg.Step, cfg.GroupSteps = rule, true
+			cfg.Step = rule
 		}
 		f := newFedScheme(t, blocks, cfg, scheme)
 		per := gramChunks(blockPicks(f.coord.cfg), scheme.ChunkLen())
@@ -204,7 +209,7 @@ func TestEncryptedTrafficHoldsNoSecrets(t *testing.T) {
 		if cipherChunks == 0 || openedForClients == 0 || (cfg.Step == StepBlock) != (grams > 0) {
 			t.Fatalf("%s: %d ciphertexts observed, %d opened for clients, %d Gram chunks", step, cipherChunks, openedForClients, grams)
 		}
-		if cfg.GroupSteps != (centered > 0) {
+		if (cfg.GroupSteps() && cfg.Step == StepBlock) != (centered > 0) {
 			t.Fatalf("%s: %d messages with a second direction", step, centered)
 		}
 		delete(secrets, 0) // zeros are everywhere and say nothing

@@ -46,7 +46,7 @@ func TestGroupStepsDualNeverDecreases(t *testing.T) {
 	for _, lossName := range []string{"hinge", "logistic"} {
 		for _, fraction := range []float64{1, 0.5} {
 			t.Run(fmt.Sprintf("%s fraction %v", lossName, fraction), func(t *testing.T) {
-				cfg := Config{Lambda: lambda, Loss: lossName, Inner: 25, Fraction: fraction, Rounds: 150, Seed: 11, GroupSteps: true,
+				cfg := Config{Lambda: lambda, Loss: lossName, Inner: 25, Fraction: fraction, Rounds: 150, Seed: 11,
 					BiasFeature: d.M() - 1, BiasValue: 1}
 				f := newFed(t, gridBlocks(d, 3, 2), cfg)
 				groupSteps := 0
@@ -82,8 +82,8 @@ func TestGroupStepsEncryptedMatchesPlaintext(t *testing.T) {
 	}{{"hinge", false}, {"logistic", false}, {"hinge", true}, {"logistic", true}} {
 		lossName := tc.lossName
 		t.Run(fmt.Sprintf("%s/solve-once=%v", lossName, tc.once), func(t *testing.T) {
-			cfg := Config{Lambda: 1e-2, Loss: lossName, Inner: 12, Fraction: 0.5, Rounds: 25, Seed: 5, GroupSteps: true,
-				SharedDirections: 3, SolveOnce: tc.once, BiasFeature: d.M() - 1, BiasValue: 1}
+			cfg := Config{Lambda: 1e-2, Loss: lossName, Inner: 12, Fraction: 0.5, Rounds: 25, Seed: 5,
+				SharedDirections: 3, EveryHolderSolves: Off(!tc.once), BiasFeature: d.M() - 1, BiasValue: 1}
 			var hist [2][]RoundMetrics
 			for i, scheme := range []seal.Scheme{seal.Plaintext{Len: 64}, bgvScheme(t)} {
 				f := newFedScheme(t, gridBlocks(d, 2, 3), cfg, scheme)
@@ -104,13 +104,12 @@ func TestGroupStepsEncryptedMatchesPlaintext(t *testing.T) {
 	}
 }
 
-// TestGroupStepsDefault: group steps are on in the defaults and for the
-// block step only; a configuration without the field (a checkpoint from
-// before they were the default) reads as off and keeps the rule it ran,
-// and one with them off says so when written.
+// TestGroupStepsDefault: group steps are on in the defaults and in the
+// zero value, for the block step only; off, they are written so and read
+// back so.
 func TestGroupStepsDefault(t *testing.T) {
-	if !Defaults().GroupSteps {
-		t.Fatal("Defaults(): group steps off")
+	if !Defaults().GroupSteps() || !(Config{}).GroupSteps() {
+		t.Fatal("group steps off by default")
 	}
 	for _, c := range []struct {
 		name string
@@ -127,25 +126,25 @@ func TestGroupStepsDefault(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if cfg.GroupSteps != c.want {
-			t.Errorf("%s: group steps %v after Validate, want %v", c.name, cfg.GroupSteps, c.want)
+		if cfg.GroupSteps() != c.want {
+			t.Errorf("%s: group steps %v after Validate, want %v", c.name, cfg.GroupSteps(), c.want)
 		}
 	}
-	var old Config
-	if err := json.Unmarshal([]byte(`{"loss":"hinge","lambda":0.001,"step":"block","rounds":5}`), &old); err != nil {
-		t.Fatal(err)
-	}
-	if old.GroupSteps {
-		t.Error("a configuration without group_steps reads as on")
-	}
 	off := Defaults()
-	off.GroupSteps = false
+	off.NoGroupSteps = true
 	b, err := json.Marshal(off)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(b), `"group_steps":false`) {
 		t.Errorf("group steps off is not written: %s", b)
+	}
+	var back Config
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.GroupSteps() {
+		t.Error("group steps off read back as on")
 	}
 }
 
@@ -238,7 +237,7 @@ func TestSigmaFollowsTheGroupsCoupling(t *testing.T) {
 		{"identical groups", false, func(s float64) bool { return s > 0.95*k }, fmt.Sprintf("near %d", k)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{Lambda: 1e-2, Loss: "hinge", Inner: 40, Rounds: 12, Seed: 3, GroupSteps: true}
+			cfg := Config{Lambda: 1e-2, Loss: "hinge", Inner: 40, Rounds: 12, Seed: 3, SharedDirections: NoDirections}
 			f := newFed(t, couplingData(k, 40, 6, tc.apart), cfg)
 			h := f.run(t)
 			checkDualNeverFalls(t, h, "")

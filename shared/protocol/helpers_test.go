@@ -218,3 +218,12 @@ func checkDualNeverFalls(t testing.TB, h []RoundMetrics, what string) {
 		prev = r.Dual
 	}
 }
+
+// directionsOf is a count of shared directions as the tests write it,
+// 0 for none.
+func directionsOf(n int) Directions {
+	if n == 0 {
+		return NoDirections
+	}
+	return Directions(n)
+}

@@ -56,7 +56,7 @@ func sameRounds(t *testing.T, a, b []RoundMetrics) {
 func TestThresholdSameAsShared(t *testing.T) {
 	for name, cfg := range map[string]Config{
 		"block":                             {Lambda: 0.05, Inner: 3, Rounds: 3, Seed: 1},
-		"block, one solver a group":         {Lambda: 0.05, Inner: 3, Rounds: 3, Seed: 1, GroupSteps: true, SolveOnce: true},
+		"block, one solver a group":         {Lambda: 0.05, Inner: 3, Rounds: 3, Seed: 1},
 		"paper":                             {Lambda: 0.05, Step: StepPaper, Inner: 3, Rounds: 3, Seed: 1, Gamma: 0.5},
 		"seal-primal":                       {Lambda: 0.05, Inner: 3, Rounds: 3, Seed: 1, SealPrimal: true},
 		"paper sealed primal, fraction 0.6": {Lambda: 0.05, Step: StepPaper, Inner: 3, Rounds: 4, Seed: 2, SealPrimal: true, Fraction: 0.6},

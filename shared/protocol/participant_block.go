@@ -155,11 +155,11 @@ func (p *Participant) onGramSum(m Message) ([]Message, error) {
 	if !(m.Sigma >= 1) {
 		return nil, fmt.Errorf("participant: gram-sum: sigma %v below 1", m.Sigma)
 	}
-	shared := p.setup.Config.SharedDirections
+	shared := p.setup.Config.SharedDirections.Count()
 	if shared > 0 && !(m.SigmaShared >= m.Sigma) {
 		return nil, fmt.Errorf("participant: gram-sum: shared directions' scale %v below sigma %v", m.SigmaShared, m.Sigma)
 	}
-	once := p.setup.Config.SolveOnce
+	once := p.setup.Config.SolveOnce()
 	cl := p.key.Scheme().ChunkLen()
 	d := make([]float64, p.block.N())
 	var dCent []float64

@@ -47,7 +47,7 @@ func (p *Participant) onRows(g int, picks []int) bool {
 // (as onGramSum does with a Gram).
 func (p *Participant) solveRows(picks []int, sigma, sigmaShared float64, centered, once bool) (delta, cent []float64) {
 	x := p.block.X
-	shared := p.setup.Config.SharedDirections
+	shared := p.setup.Config.SharedDirections.Count()
 	sub := p.sub(picks)
 	if shared > 0 {
 		delta = solve.Group(sub, solve.NewRows(x, picks, gram.SplitRows(x, picks, x.Cols, shared, sigma, sigmaShared)), 1, nil, nil)

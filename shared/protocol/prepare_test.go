@@ -253,7 +253,7 @@ func TestBiasFoundInBlocks(t *testing.T) {
 	if c := found.coord.Config(); c.BiasFeature != 5 || c.BiasValue != 1 {
 		t.Fatalf("bias %d = %v, want feature 5 = 1", c.BiasFeature, c.BiasValue)
 	}
-	cfg.BiasFeature, cfg.BiasValue, cfg.FindBias = 5, 1, false
+	cfg.BiasFeature, cfg.BiasValue, cfg.NoFindBias = 5, 1, true
 	hd := newFed(t, blocks, cfg).run(t)
 	for r := range hd {
 		if hf[r].Primal != hd[r].Primal || hf[r].Dual != hd[r].Dual {

@@ -233,7 +233,7 @@ func TestDeadlineDropsAStalledClient(t *testing.T) {
 	d := testData(300, 10, 13)
 	const lambda = 1e-2
 	pstar := optimum(t, d, lambda)
-	f := newFed(t, gridBlocks(d, 2, 2), Config{Lambda: lambda, Inner: 20, Rounds: 400, Seed: 8})
+	f := newFed(t, gridBlocks(d, 2, 2), Config{Lambda: lambda, Inner: 20, Rounds: 400, Seed: 8, NoGroupSteps: true, EveryHolderSolves: true, SharedDirections: NoDirections})
 	stalled, rejoined := false, false
 	f.mem.Lose = func(to int, m *Message) bool {
 		if to == 2 && f.coord.Round() == 5 && (m.Kind == KindDirection || m.Kind == KindGramSum) {

@@ -11,9 +11,9 @@ import (
 	"github.com/hyfed/hyfed/shared/loss"
 )
 
-// TestSharedDirectionsConfig: on by default for the block step only, off
-// for a configuration written before the field existed (a checkpoint keeps
-// the rule it ran), written when off, and refused out of range.
+// TestSharedDirectionsConfig: on by default (the zero value too) for the
+// block step only, off when set to none, written as 0 when off and read
+// back so, and refused out of range.
 func TestSharedDirectionsConfig(t *testing.T) {
 	if got := Defaults().SharedDirections; got != gram.SharedDirections {
 		t.Fatalf("Defaults(): %d shared directions, want %d", got, gram.SharedDirections)
@@ -25,10 +25,11 @@ func TestSharedDirectionsConfig(t *testing.T) {
 		err  string
 	}{
 		{"block", func(*Config) {}, gram.SharedDirections, ""},
-		{"block, none", func(c *Config) { c.SharedDirections = 0 }, 0, ""},
+		{"the zero value", func(c *Config) { c.SharedDirections = 0 }, gram.SharedDirections, ""},
+		{"block, none", func(c *Config) { c.SharedDirections = NoDirections }, 0, ""},
 		{"paper step", func(c *Config) { c.Step = StepPaper }, 0, ""},
 		{"fedavg", func(c *Config) { c.Algo, c.StepA, c.StepB = "fedavg", 0.1, 1 }, 0, ""},
-		{"negative", func(c *Config) { c.SharedDirections = -1 }, 0, "shared directions -1"},
+		{"below none", func(c *Config) { c.SharedDirections = -2 }, 0, "shared directions -2"},
 		{"beyond the picks", func(c *Config) { c.SharedDirections = MaxBlockPicks + 1 }, 0, "shared directions 513"},
 	} {
 		cfg := Defaults()
@@ -44,25 +45,25 @@ func TestSharedDirectionsConfig(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if cfg.SharedDirections != c.want {
-			t.Errorf("%s: %d shared directions after Validate, want %d", c.name, cfg.SharedDirections, c.want)
+		if got := cfg.SharedDirections.Count(); got != c.want {
+			t.Errorf("%s: %d shared directions after Validate, want %d", c.name, got, c.want)
 		}
 	}
-	var old Config
-	if err := json.Unmarshal([]byte(`{"loss":"hinge","lambda":0.001,"step":"block","rounds":5}`), &old); err != nil {
-		t.Fatal(err)
-	}
-	if old.SharedDirections != 0 {
-		t.Errorf("a configuration without shared_directions reads as %d", old.SharedDirections)
-	}
 	off := Defaults()
-	off.SharedDirections = 0
+	off.SharedDirections = NoDirections
 	b, err := json.Marshal(off)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(b), `"shared_directions":0`) {
-		t.Errorf("no shared directions is not written: %s", b)
+		t.Errorf("no shared directions is not written as 0: %s", b)
+	}
+	var back Config
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.SharedDirections != NoDirections {
+		t.Errorf("0 shared directions read back as %d", back.SharedDirections)
 	}
 }
 
@@ -77,8 +78,8 @@ func TestSharedDirectionsRun(t *testing.T) {
 		t.Run(lossName, func(t *testing.T) {
 			var hist [2][]RoundMetrics
 			for i, shared := range []int{0, 4} {
-				cfg := Config{Lambda: 1e-2, Loss: lossName, Inner: 12, Fraction: 0.75, Rounds: 120, Seed: 2, GroupSteps: true,
-					SharedDirections: shared, BiasFeature: d.M() - 1, BiasValue: 1}
+				cfg := Config{Lambda: 1e-2, Loss: lossName, Inner: 12, Fraction: 0.75, Rounds: 120, Seed: 2,
+					SharedDirections: directionsOf(shared), BiasFeature: d.M() - 1, BiasValue: 1}
 				f := newFed(t, gridBlocks(d, 8, 1), cfg)
 				split := 0
 				f.mem.Observe = func(toServer bool, _ int, m *Message) {

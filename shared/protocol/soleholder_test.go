@@ -22,7 +22,7 @@ func TestSoleHolderKeepsItsGram(t *testing.T) {
 		sparse[k] = b
 		sparse[k].X = b.X.Sparsify()
 	}
-	cfg := Config{Lambda: 1e-2, Step: StepBlock, GroupSteps: true, SolveOnce: true, SharedDirections: 4, Inner: 60, Fraction: 0.8, Rounds: 40, Seed: 3}
+	cfg := Config{Lambda: 1e-2, Step: StepBlock, SharedDirections: 4, Inner: 60, Fraction: 0.8, Rounds: 40, Seed: 3}
 	runs := map[string][]RoundMetrics{}
 	for name, blocks := range map[string][]partition.Block{"dense": dense, "sparse": sparse} {
 		f := newFed(t, blocks, cfg)

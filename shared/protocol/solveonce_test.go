@@ -22,8 +22,8 @@ func TestSolveOnce(t *testing.T) {
 		t.Run(lossName, func(t *testing.T) {
 			var hist [2][]RoundMetrics
 			for i, once := range []bool{false, true} {
-				cfg := Config{Lambda: 1e-2, Loss: lossName, Inner: 12, Fraction: 0.75, Rounds: 120, Seed: 2, GroupSteps: true,
-					SharedDirections: 4, SolveOnce: once, BiasFeature: d.M() - 1, BiasValue: 1}
+				cfg := Config{Lambda: 1e-2, Loss: lossName, Inner: 12, Fraction: 0.75, Rounds: 120, Seed: 2,
+					SharedDirections: 4, EveryHolderSolves: Off(!once), BiasFeature: d.M() - 1, BiasValue: 1}
 				f := newFed(t, gridBlocks(d, 4, 2), cfg) // 4 sample groups of 2 holders
 				gramSums := map[int]map[int]int{}        // round -> group -> gram-sums sent for it
 				solved, centered := 0, 0
@@ -72,7 +72,7 @@ func TestSolveOnce(t *testing.T) {
 // centered direction in a round without one.
 func TestSolvedRefused(t *testing.T) {
 	d := testData(200, 8, 3)
-	cfg := Config{Lambda: 1e-2, Inner: 8, Rounds: 4, Seed: 1, GroupSteps: true, SolveOnce: true}
+	cfg := Config{Lambda: 1e-2, Inner: 8, Rounds: 4, Seed: 1}
 	f := newFed(t, gridBlocks(d, 2, 2), cfg)
 	key, err := seal.NewKeyFor(f.coord.Scheme(), testSecret.Derive(seal.KeyPurpose))
 	if err != nil {
@@ -144,7 +144,7 @@ func TestSolvedRefused(t *testing.T) {
 // (it is not waited for in the direction phase), and the holder comes back.
 func TestSolveOnceHolderLeaves(t *testing.T) {
 	d := testData(300, 10, 5)
-	cfg := Config{Lambda: 1e-2, Inner: 10, Rounds: 12, Seed: 4, GroupSteps: true, SolveOnce: true}
+	cfg := Config{Lambda: 1e-2, Inner: 10, Rounds: 12, Seed: 4}
 	f := newFed(t, gridBlocks(d, 3, 2), cfg) // 3 sample groups of 2 holders
 	left, back := -1, false
 	f.mem.Hook = func() {
@@ -198,8 +198,8 @@ func (k countingKey) Open(c seal.Chunk) ([]float64, error) {
 // round for round.
 func TestSolverKeepsItsDirections(t *testing.T) {
 	d := testData(400, 12, 4)
-	cfg := Config{Lambda: 1e-2, Inner: 12, Fraction: 0.75, Rounds: 30, Seed: 2, GroupSteps: true,
-		SharedDirections: 4, SolveOnce: true, BiasFeature: d.M() - 1, BiasValue: 1}
+	cfg := Config{Lambda: 1e-2, Inner: 12, Fraction: 0.75, Rounds: 30, Seed: 2,
+		SharedDirections: 4, BiasFeature: d.M() - 1, BiasValue: 1}
 	blocks := gridBlocks(d, 4, 2)
 	var hist [2][]RoundMetrics
 	var opened [2]atomic.Int64

@@ -325,24 +325,30 @@ type scriptStep struct {
 func TestTranscripts(t *testing.T) {
 	d := testData(12, 5, 3)
 	blocks := gridBlocks(d, 2, 2)
-	hyfed := Config{Lambda: 1e-1, Inner: 2, Rounds: 2, Seed: 1}
+	base := Config{Lambda: 1e-1, Inner: 2, Rounds: 2, Seed: 1} // the zero value's defaults otherwise
 	for _, tc := range []struct {
 		name   string
 		about  string
 		cfg    Config
 		script []scriptStep
 	}{
-		{"plain", "two plain rounds of the default step, every participant active", hyfed, nil},
+		{"plain", "two rounds of the default round (one solver a group, group steps, shared directions), every participant active", base, nil},
+		{"every-holder-solves", "the same with every holder sent its group's Gram to solve (--solve-once=false): no solved message, no direction trip",
+			withEveryHolder(base), nil},
+		{"one-line-search", "the same without group steps (--group-steps=false): one weight for every group's direction, no second direction",
+			withOneLineSearch(base), nil},
+		{"threshold", "the default round under 2-of-3 threshold keys: the key setup, then every sum switched to its receiver by the committee (BGV: sealed values not printed)",
+			withThreshold(base), nil},
 		{"absent-holder", "client 1 (a feature holder of group 0) leaves during round 0's metrics and stays away: group 0 does not update, group 1 does",
-			hyfed, []scriptStep{{0, PhaseMetrics, "drop", 1}}},
+			base, []scriptStep{{0, PhaseMetrics, "drop", 1}}},
 		{"refresh", "client 1 leaves in round 1's step phase (nothing is applied) and returns in round 2: it is set up at once and refreshed at the start of round 3, before it takes part",
-			withRounds(hyfed, 3), []scriptStep{{1, PhaseStep, "drop", 1}, {2, "", "join", 1}}},
+			withRounds(base, 3), []scriptStep{{1, PhaseStep, "drop", 1}, {2, "", "join", 1}}},
 		{"sealprimal", "the default step with the primal side sealed: participants seal hat_w and dw, one opens the sums",
-			withSealPrimal(hyfed), nil},
+			withSealPrimal(base), nil},
 		{"fedavg", "FedAvg: local steps from w, sealed weights, one participant opens the sum",
 			Config{Algo: averaging.FedAvg, Lambda: 1e-1, Rounds: 2, Inner: 2, StepA: 0.3, StepB: 1, Seed: 1}, nil},
 		{"restore", "the server dies in round 2's direction phase and restarts from the checkpoint of round 1; fresh participants join again",
-			withRounds(hyfed, 3), []scriptStep{{2, PhaseDirection, "crash", 0}}},
+			withRounds(base, 3), []scriptStep{{2, PhaseDirection, "crash", 0}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := runTranscript(t, blocks, tc.cfg, tc.about, tc.script)
@@ -369,13 +375,51 @@ func TestTranscripts(t *testing.T) {
 
 func withRounds(c Config, r int) Config { c.Rounds = r; return c }
 
+func withEveryHolder(c Config) Config { c.EveryHolderSolves = true; return c }
+
+func withOneLineSearch(c Config) Config { c.NoGroupSteps = true; return c }
+
+func withThreshold(c Config) Config { c.Keys = KeysThreshold; return c }
+
+// TestZeroConfigIsDefaults: the zero value of Config runs the federation
+// Defaults describes, message for message.
+func TestZeroConfigIsDefaults(t *testing.T) {
+	blocks := gridBlocks(testData(12, 5, 3), 2, 2)
+	zero := Config{Lambda: 1e-1, Inner: 2, Rounds: 2, Seed: 1}
+	def := Defaults()
+	def.Lambda, def.Inner, def.Rounds, def.Seed = zero.Lambda, zero.Inner, zero.Rounds, zero.Seed
+	a := runTranscript(t, blocks, zero, "", nil)
+	b := runTranscript(t, blocks, def, "", nil)
+	if diff := firstDiff(a, b); diff != "" {
+		t.Fatalf("Config{} and Defaults() run differently:\n%s", diff)
+	}
+	z, d := zero, def
+	z.Clients, d.Clients = 4, 4
+	if err := z.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if z != d {
+		t.Fatalf("validated, Config{} is %+v and Defaults() %+v", z, d)
+	}
+}
+
 func withSealPrimal(c Config) Config { c.SealPrimal = true; return c }
 
 // runTranscript runs the federation with the script and returns its
 // transcript.
 func runTranscript(t *testing.T, blocks []partition.Block, cfg Config, about string, script []scriptStep) string {
 	t.Helper()
-	scheme := seal.Plaintext{Len: transcriptChunk}
+	var scheme seal.Scheme = seal.Plaintext{Len: transcriptChunk}
+	if cfg.Keys == KeysThreshold {
+		ts, err := seal.ThresholdScheme()
+		if err != nil {
+			t.Fatal(err)
+		}
+		scheme = ts
+	}
 	f := newFedScheme(t, blocks, cfg, scheme)
 	tr := &transcript{c: f.coord, mem: f.mem}
 	tr.printf("# %s\n# %s\n", about, configLine(cfg, len(blocks)))
@@ -452,6 +496,15 @@ func configLine(c Config, clients int) string {
 	s := fmt.Sprintf("algo=%s clients=%d lambda=%s inner=%d rounds=%d seed=%d", algo, clients, num(c.Lambda), c.Inner, c.Rounds, c.Seed)
 	if c.SealPrimal {
 		s += " seal-primal"
+	}
+	if c.EveryHolderSolves {
+		s += " every-holder-solves"
+	}
+	if c.NoGroupSteps {
+		s += " one-line-search"
+	}
+	if c.Keys == KeysThreshold {
+		return s + " keys=threshold scheme=bgv-threshold"
 	}
 	return s + " scheme=plaintext/8"
 }

@@ -13,7 +13,7 @@ import (
 func TestWeightsFollow(t *testing.T) {
 	d := testData(300, 10, 6)
 	for name, cfg := range map[string]Config{
-		"block, group steps, one solver": {Lambda: 1e-2, Inner: 10, Fraction: 0.7, Rounds: 30, Seed: 3, GroupSteps: true, SolveOnce: true},
+		"block, group steps, one solver": {Lambda: 1e-2, Inner: 10, Fraction: 0.7, Rounds: 30, Seed: 3},
 		"block, one line search":         {Lambda: 1e-2, Inner: 10, Fraction: 0.7, Rounds: 30, Seed: 3},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -22,7 +22,10 @@ func wireSample(t testing.TB) (seal.Scheme, Message) {
 		t.Fatal(err)
 	}
 	m := Message{Kind: KindIP, Round: 7, Report: []int{0}, Grid: []float64{0, 0.25}, Sealed: v,
-		Setup: &Setup{Slots: []int{1, 2}, Config: Config{Lambda: 1e-3, Step: StepPaper}}}
+		Setup: &Setup{Slots: []int{1, 2}, Config: Config{Lambda: 1e-3, Step: StepPaper, Clients: 2}}}
+	if err := m.Setup.Config.Validate(); err != nil { // as a coordinator sends it
+		t.Fatal(err)
+	}
 	return s, m
 }
 
