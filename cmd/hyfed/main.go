@@ -85,21 +85,3 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	usage(stderr)
 	return 2
 }
-
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("hyfed "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-// parse parses flags and refuses stray arguments, which are usually a
-// mistyped flag.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (flags go before it; see -h)", fs.Arg(0))
-	}
-	return nil
-}
