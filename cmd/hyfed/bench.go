@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"sort"
 	"testing"
@@ -191,4 +192,13 @@ func benchSeal(w io.Writer) error {
 		float64(s.WireSize(c))/float64(n), float64(s.WireSize(four[0]))/float64(n), seal.MaxSumSeeds, float64(s.WireSize(acc))/float64(n))
 	fmt.Fprintf(w, "  Paillier as the HyFDCA paper priced it: 18900 us encrypt, 18900 us decrypt, 54 us add, 512 bytes per value\n")
 	return nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	v = append([]float64(nil), v...)
+	sort.Float64s(v)
+	return v[len(v)/2]
 }
