@@ -114,7 +114,7 @@ func runPoints(ctx context.Context, p *experiment.Prepared, o experiment.Options
 		}
 		for phase, sec := range r.Seconds {
 			all += sec
-			if !baseline || (phase != protocol.PhaseIP && phase != protocol.PhaseMetrics) {
+			if !baseline || (phase != protocol.PhaseMargins && phase != protocol.PhaseScore) {
 				lean += sec
 			}
 		}

@@ -48,7 +48,7 @@ func (averagingRule) round(c *Coordinator) {
 		}
 		c.send(k, m)
 	}
-	c.awaitSum(PhaseLocal, KindLocalPart, targets, func(p *phaseState) {
+	c.await(PhaseLocal, targets, func(p *phaseState) {
 		got := sortedKeys(p.replies)
 		if len(got) == 0 {
 			c.ipPhase(true, nil)

@@ -77,7 +77,7 @@ func TestAveragingBaselines(t *testing.T) {
 func recordModels(f *fed) *[][]float64 {
 	var got [][]float64
 	f.mem.Hook = func() {
-		if r := f.coord.Round(); r > len(got) && f.coord.Phase() == PhaseIP {
+		if r := f.coord.Round(); r > len(got) && f.coord.Phase() == PhaseMargins {
 			got = append(got, append([]float64(nil), f.coord.W()...))
 		}
 	}

@@ -450,7 +450,7 @@ func TestRestoreLegacyChunks(t *testing.T) {
 func TestRestoreVersion1(t *testing.T) {
 	d := testData(60, 6, 3)
 	cfg := Config{Lambda: 1e-2, Inner: 5, Rounds: 6, Seed: 2, NoGroupSteps: true, SharedDirections: NoDirections}
-	last := crashAt(t, newFed(t, gridBlocks(d, 2, 2), cfg), 3, PhaseStep)
+	last := crashAt(t, newFed(t, gridBlocks(d, 2, 2), cfg), 3, PhaseGram)
 	st, err := decodeSetup(last.Setup)
 	if err != nil {
 		t.Fatal(err)

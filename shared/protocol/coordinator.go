@@ -17,22 +17,6 @@ type Envelope struct {
 	Msg Message
 }
 
-// Phase names, as reported in metrics.
-const (
-	PhaseSetup     = "setup"
-	PhaseRefresh   = "refresh"
-	PhaseStep      = "step" // block: the Grams of the picks
-	PhaseDirection = "direction"
-	PhaseIP        = "ip"
-	PhaseMetrics   = "metrics"
-	PhaseApply     = "apply"
-	PhaseOpen      = "open"  // SealPrimal and the baselines: a participant opens an aggregate
-	PhaseLocal     = "local" // averaging baselines: local steps
-)
-
-// Phases lists the round phases in order.
-var Phases = []string{PhaseRefresh, PhaseStep, PhaseLocal, PhaseDirection, PhaseOpen, PhaseIP, PhaseMetrics, PhaseApply}
-
 // RoundMetrics is what the coordinator records after every round.
 type RoundMetrics struct {
 	Round    int
@@ -196,6 +180,8 @@ type Coordinator struct {
 	prep    *prepState
 	notices []string
 	namer   func(k int) string
+	// tracePhase, if set, sees every phase as it starts (tests).
+	tracePhase func(name string)
 }
 
 // ErrFinished is returned by Receive after the last round.

@@ -118,7 +118,7 @@ func (c *Coordinator) blockStep() {
 		}
 		c.send(k, m)
 	}
-	c.awaitSum(PhaseStep, KindGramPart, targets, c.gramsIn)
+	c.await(PhaseGram, targets, c.gramsIn)
 }
 
 // gramsIn: the partial Grams are in. Each group's sum goes to the group's
@@ -179,10 +179,10 @@ func (c *Coordinator) gramsIn(p *phaseState) {
 		c.send(k, m)
 	}
 	if c.cfg.SolveOnce() {
-		c.awaitSum(PhaseDirection, KindSolved, solvers, c.solvedIn)
+		c.await(PhaseSolve, solvers, c.solvedIn)
 		return
 	}
-	c.awaitSum(PhaseDirection, KindDirPart, targets, c.directionIn)
+	c.await(PhaseDirection, targets, c.directionIn)
 }
 
 // solvedIn (SolveOnce): the groups' solvers sent their sealed directions.
@@ -241,7 +241,7 @@ func (c *Coordinator) solvedIn(p *phaseState) {
 		}
 		c.send(k, m)
 	}
-	c.awaitSum(PhaseDirection, KindDirPart, targets, c.directionIn)
+	c.await(PhaseDirection, targets, c.directionIn)
 }
 
 // initBlock sets kappa's starting values once the groups are known: 1 for

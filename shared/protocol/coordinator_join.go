@@ -451,7 +451,7 @@ func (c *Coordinator) start() {
 		c.sendSetup(k, true)
 	}
 	if c.cfg.Schema != nil {
-		c.await(PhasePrepare, KindPrepPart, all, c.prepIn)
+		c.await(PhasePrepare, all, c.prepIn)
 		return
 	}
 	c.awaitNorms(all)
@@ -459,7 +459,7 @@ func (c *Coordinator) start() {
 
 // awaitNorms collects the sealed squared norms and starts round 0.
 func (c *Coordinator) awaitNorms(all []int) {
-	c.awaitSum(PhaseSetup, KindNormsPart, all, func(p *phaseState) {
+	c.await(PhaseSetup, all, func(p *phaseState) {
 		c.norms = p.sum
 		if len(p.dropped) > 0 {
 			// A norm sum without every holder is wrong for good: wait for

@@ -28,9 +28,6 @@ import (
 // keys, and sends the held messages in their order. This sits below every
 // phase and every rule: whatever a rule hands a holder goes through it.
 
-// PhaseKeys is the key setup's phase (threshold keys).
-const PhaseKeys = "keys"
-
 // keyState is the coordinator's part of a threshold key: public values
 // only.
 type keyState struct {
@@ -128,7 +125,7 @@ func (c *Coordinator) keySetup() {
 	for _, k := range all {
 		c.send(k, Message{Kind: KindKeySetup, Round: c.round, KeySetup: c.keySetupFor(k, false)})
 	}
-	c.await(PhaseKeys, KindKeyShare, all, c.keySharesIn)
+	c.await(PhaseKeys, all, c.keySharesIn)
 }
 
 func (c *Coordinator) keySetupFor(k int, rejoin bool) *KeySetup {
@@ -170,7 +167,7 @@ func (c *Coordinator) keySharesIn(p *phaseState) {
 		c.send(k, Message{Kind: KindKeySetups, Round: c.round, Keys: ks.setups})
 	}
 	ks.inbox = map[int][][]byte{}
-	c.await(PhaseKeys, KindKeyDealt, all, c.keyDealtIn)
+	c.await(PhaseKeyDeal, all, c.keyDealtIn)
 }
 
 // keyDealtIn: the members' encrypted Shamir shares are in (routed into
@@ -184,7 +181,7 @@ func (c *Coordinator) keyDealtIn(p *phaseState) {
 		c.send(k, Message{Kind: KindKeyShares, Round: c.round, Keys: ks.inbox[k]})
 	}
 	ks.inbox = nil
-	c.await(PhaseKeys, KindKeyReady, ks.members, func(p *phaseState) {
+	c.await(PhaseKeyReady, ks.members, func(p *phaseState) {
 		if c.keySetupAgain(p) {
 			return
 		}

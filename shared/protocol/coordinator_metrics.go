@@ -18,7 +18,7 @@ func (c *Coordinator) ipPhase(final bool, then func()) {
 		c.clients[k].wHeld = c.wVersion + 1
 	}
 	c.ip = ipFlow{final: final, then: then, partial: len(targets) < len(c.clients)}
-	c.awaitSum(PhaseIP, KindIPPart, targets, c.ipSumsIn)
+	c.await(PhaseMargins, targets, c.ipSumsIn)
 }
 
 // ipFlow is what ipPhase hands from its first phase to its second.
@@ -36,7 +36,7 @@ func (c *Coordinator) ipSumsIn(p *phaseState) {
 		return
 	}
 	c.ip.partial = c.ip.partial || len(p.dropped) > 0
-	c.await(PhaseMetrics, KindMetrics, got, c.ipMetricsIn)
+	c.await(PhaseScore, got, c.ipMetricsIn)
 }
 
 func (c *Coordinator) ipMetricsIn(p *phaseState) {

@@ -19,17 +19,99 @@ func sortedKeys(m map[int]Message) []int {
 	return ks
 }
 
-// await starts a phase: it waits for one reply of the given kind from every
-// target (or its disconnect), then calls next.
-func (c *Coordinator) await(name string, reply Kind, targets []int, next func(p *phaseState)) {
-	c.awaitPhase(&phaseState{name: name, reply: reply, next: next}, targets)
+// Phases, named for what travels in them (metrics, transcripts and the
+// pages report time by phase).
+const (
+	PhaseKeys      = "keys"      // threshold keys: the parties' setup shares
+	PhaseKeyDeal   = "key-deal"  // the committee deals its Shamir shares
+	PhaseKeyReady  = "key-ready" // the committee holds its shares
+	PhasePrepare   = "prepare"   // a schema's preparation: label codes and column statistics
+	PhaseSetup     = "setup"     // the squared norms
+	PhaseRefresh   = "refresh"   // a returning participant's primal contribution
+	PhaseMargins   = "margins"   // every inner product x.w, afresh
+	PhaseScore     = "score"     // the model's loss and accuracy sums
+	PhaseGram      = "gram"      // the picks' partial Grams
+	PhaseSolve     = "solve"     // a group's summed Gram to its solver, its direction back
+	PhaseDirection = "direction" // the groups' directions out, each holder's share of dw back
+	PhaseOpen      = "open"      // a participant opens a sealed aggregate
+	PhaseTrial     = "trial"     // the round's primal direction out, x.u back
+	PhasePrice     = "price"     // the sums x.u out, the candidate steps priced back
+	PhaseApply     = "apply"     // the chosen step out, the sealed dual update back
+	PhaseStep      = "step"      // the paper's rule: each participant's local steps
+	PhaseLocal     = "local"     // the baselines: local steps and sealed weights
+)
+
+// phaseSpec is one phase: the request the coordinator sends its targets,
+// the reply it waits for from each (or its leaving, or the deadline),
+// whether it adds the replies' sealed vectors as they come, and when the
+// phase runs.
+type phaseSpec struct {
+	name           string
+	request, reply Kind
+	summed         bool
+	when           string
 }
 
-// awaitSum is await for a phase whose handler needs the replies' sealed
-// vectors only as their sum (sumReplies, sumUpdating): it adds each into
-// p.sum as it arrives and keeps the reply without them.
-func (c *Coordinator) awaitSum(name string, reply Kind, targets []int, next func(p *phaseState)) {
-	c.awaitPhase(&phaseState{name: name, reply: reply, next: next, summed: true, sum: seal.Vec{}}, targets)
+// roundPhases is the block step's round, in order: the one list
+// docs/design.md section 2 mirrors. A round runs the phases whose "when"
+// holds, each started by the previous one's handler (the names after the
+// arrow in the comments); TestPhasesRunInTableOrder checks the order.
+var roundPhases = []phaseSpec{
+	{PhaseRefresh, KindRefresh, KindPrimal, false, "a participant came back (refreshIn)"},
+	{PhaseMargins, KindWeights, KindIPPart, true, "every 50th round and after a refresh (ipSumsIn)"},
+	{PhaseScore, KindIP, KindMetrics, false, "after margins (ipMetricsIn)"},
+	{PhaseGram, KindGram, KindGramPart, true, "every round (gramsIn)"},
+	{PhaseSolve, KindGramSum, KindSolved, true, "one solver a group, the default (solvedIn)"},
+	{PhaseDirection, KindDirection, KindDirPart, true, "every round; every holder solving, the request is gram-sum (directionIn)"},
+	{PhaseOpen, KindOpen, KindOpened, false, "the primal sealed: a participant opens the sum of the shares of u"},
+	{PhaseTrial, KindTrial, KindIPPart, true, "every round (trialSumsIn)"},
+	{PhasePrice, KindIP, KindMetrics, false, "every round (trialMetricsIn)"},
+	{PhaseApply, KindApply, KindApplied, true, "a step was chosen (appliedIn, then finishRound)"},
+}
+
+// otherPhases are the phases outside the block step's round: before the
+// first round, and the other rules' rounds.
+var otherPhases = []phaseSpec{
+	{PhaseKeys, KindKeySetup, KindKeyShare, false, "threshold keys, before the setup (keySharesIn)"},
+	{PhaseKeyDeal, KindKeySetups, KindKeyDealt, false, "threshold keys (keyDealtIn)"},
+	{PhaseKeyReady, KindKeyShares, KindKeyReady, false, "threshold keys"},
+	{PhasePrepare, KindSetup, KindPrepPart, false, "a schema, before the norms (prepIn)"},
+	{PhaseSetup, KindSetup, KindNormsPart, true, "once, before round 0"},
+	{PhaseStep, KindStep, KindDelta, true, "the paper's rule (paper.go)"},
+	{PhaseLocal, KindLocal, KindLocalPart, true, "the baselines (averaging.go, fedhybrid.go)"},
+}
+
+// phaseOf returns a phase's spec.
+func phaseOf(name string) phaseSpec {
+	for _, ps := range [][]phaseSpec{roundPhases, otherPhases} {
+		for _, s := range ps {
+			if s.name == name {
+				return s
+			}
+		}
+	}
+	panic("protocol: no phase " + name)
+}
+
+// Phases lists the phases in the order a round may run them, for tables
+// of time by phase.
+var Phases = []string{PhaseRefresh, PhaseMargins, PhaseScore, PhaseStep, PhaseLocal, PhaseGram, PhaseSolve, PhaseDirection, PhaseOpen, PhaseTrial, PhasePrice, PhaseApply}
+
+// await starts a phase (roundPhases, otherPhases): it waits for its reply
+// from every target (or its leaving), then calls next.
+func (c *Coordinator) await(name string, targets []int, next func(p *phaseState)) {
+	s := phaseOf(name)
+	p := &phaseState{name: name, reply: s.reply, next: next, summed: s.summed}
+	if s.summed {
+		p.sum = seal.Vec{}
+	}
+	c.awaitPhase(p, targets)
+}
+
+// awaitEach is await keeping each reply's sealed vectors, not their sum
+// (FedHybrid keeps every participant's last summand).
+func (c *Coordinator) awaitEach(name string, targets []int, next func(p *phaseState)) {
+	c.awaitPhase(&phaseState{name: name, reply: phaseOf(name).reply, next: next}, targets)
 }
 
 func (c *Coordinator) awaitPhase(p *phaseState, targets []int) {
@@ -39,6 +121,9 @@ func (c *Coordinator) awaitPhase(p *phaseState, targets []int) {
 		p.waiting[k] = true
 	}
 	c.phase = p
+	if c.tracePhase != nil {
+		c.tracePhase(p.name)
+	}
 	c.maybeFinishPhase()
 }
 

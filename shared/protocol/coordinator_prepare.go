@@ -11,10 +11,6 @@ import (
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
-// PhasePrepare is the preparation of a federation with a schema: label
-// codes and column statistics in, their sums out (participant_prepare.go).
-const PhasePrepare = "prepare"
-
 // statLayout lays the numeric columns' statistics out by holder set, as
 // the sample layout lays samples out: each set's columns (three slots a
 // column: count, sum, sum of squares) start on a chunk boundary, so a

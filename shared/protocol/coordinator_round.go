@@ -201,7 +201,7 @@ func (c *Coordinator) refreshPhase(targets []int, then func()) {
 		v := seal.Restrict(c.scheme, c.alpha, c.clients[k].slots)
 		c.send(k, Message{Kind: KindRefresh, Round: c.round, Sealed: v})
 	}
-	c.await(PhaseRefresh, KindPrimal, targets, func(p *phaseState) {
+	c.await(PhaseRefresh, targets, func(p *phaseState) {
 		for k, m := range p.replies {
 			if c.cfg.SealPrimal {
 				c.clients[k].sealedW = m.Sealed
@@ -265,7 +265,7 @@ func (c *Coordinator) openPhase(sum seal.Vec, tried map[int]bool, done func(vals
 	}
 	tried[opener] = true
 	c.send(opener, Message{Kind: KindOpen, Round: c.round, Sealed: sum})
-	c.await(PhaseOpen, KindOpened, []int{opener}, func(p *phaseState) {
+	c.await(PhaseOpen, []int{opener}, func(p *phaseState) {
 		m, ok := p.replies[opener]
 		if !ok {
 			c.openPhase(sum, tried, done, fail)

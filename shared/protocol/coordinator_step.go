@@ -52,7 +52,7 @@ func (c *Coordinator) trialPhase(u []float64, gammaD float64) {
 		c.send(k, m)
 	}
 	c.flow.partial = len(targets) < len(c.clients)
-	c.awaitSum(PhaseIP, KindIPPart, targets, c.trialSumsIn)
+	c.await(PhaseTrial, targets, c.trialSumsIn)
 }
 
 // trialSumsIn: the sealed x_n.u are in; their sums go back with the
@@ -63,7 +63,7 @@ func (c *Coordinator) trialSumsIn(p *phaseState) {
 		return
 	}
 	c.flow.partial = c.flow.partial || len(p.dropped) > 0
-	c.await(PhaseMetrics, KindMetrics, got, c.trialMetricsIn)
+	c.await(PhasePrice, got, c.trialMetricsIn)
 }
 
 // trialMetricsIn: every candidate step is priced. The best is applied
@@ -168,7 +168,7 @@ func (c *Coordinator) applyPhase(u []float64, gamma float64, done func(applied b
 	for _, k := range targets {
 		c.send(k, Message{Kind: KindApply, Round: c.round, Gamma: gamma, Report: report[k]})
 	}
-	c.awaitSum(PhaseApply, KindApplied, targets, func(p *phaseState) {
+	c.await(PhaseApply, targets, func(p *phaseState) {
 		if len(p.dropped) > 0 {
 			done(false)
 			return

@@ -69,7 +69,7 @@ func (fedHybridRule) round(c *Coordinator) {
 	for _, k := range targets {
 		c.send(k, Message{Kind: KindLocal, Round: c.round, W: c.onFeatures(k, c.w), Client: k, Participants: n})
 	}
-	c.await(PhaseLocal, KindLocalPart, targets, func(p *phaseState) {
+	c.awaitEach(PhaseLocal, targets, func(p *phaseState) {
 		if len(p.replies) == 0 {
 			c.ipPhase(true, nil)
 			return

@@ -39,7 +39,7 @@ func (c *Coordinator) paperStep() {
 	for _, k := range targets {
 		c.send(k, Message{Kind: KindStep, Round: c.round, Active: true})
 	}
-	c.awaitSum(PhaseStep, KindDelta, targets, func(p *phaseState) {
+	c.await(PhaseStep, targets, func(p *phaseState) {
 		got := sortedKeys(p.replies)
 		if err := seal.AddInto(c.scheme, c.alpha, p.sum); err != nil {
 			c.fail(err)

@@ -37,10 +37,10 @@ func TestDualNeverDecreases(t *testing.T) {
 					join  bool
 					done  bool
 				}{
-					{10, PhaseStep, 1, false, false},
+					{10, PhaseGram, 1, false, false},
 					{20, "", 1, true, false},
 					{30, PhaseDirection, 4, false, false},
-					{31, PhaseMetrics, 2, false, false},
+					{31, PhasePrice, 2, false, false},
 					{50, "", 4, true, false},
 					{50, "", 2, true, false},
 				}

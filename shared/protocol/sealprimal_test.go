@@ -177,7 +177,11 @@ func TestSealPrimalRestore(t *testing.T) {
 			var final [2]float64
 			for i, sealed := range []bool{false, true} {
 				cfg := Config{Lambda: 1e-2, Step: step, Inner: 2, Gamma: 0.5, Rounds: 60, Seed: 5, SealPrimal: sealed, NoGroupSteps: true, EveryHolderSolves: true, SharedDirections: NoDirections}
-				last := crashAt(t, newFed(t, blocks, cfg), 21, PhaseStep)
+				phase := PhaseGram
+				if step == StepPaper {
+					phase = PhaseStep
+				}
+				last := crashAt(t, newFed(t, blocks, cfg), 21, phase)
 				c, err := Restore(seal.Plaintext{Len: 64}, last.Setup, last.RoundData)
 				if err != nil {
 					t.Fatal(err)

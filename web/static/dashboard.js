@@ -156,7 +156,7 @@ $('fill').addEventListener('click', async () => {
 });
 
 // ---- charts -------------------------------------------------------------------
-const PHASES = ['setup', 'refresh', 'step', 'direction', 'ip', 'metrics', 'apply'];
+const PHASES = ['setup', 'refresh', 'margins', 'score', 'step', 'local', 'gram', 'solve', 'direction', 'open', 'trial', 'price', 'apply'];
 const COLORS = ['#7f7f7f', '#8c564b', '#1f77b4', '#ff7f0e', '#2ca02c', '#9467bd', '#d62728', '#17becf', '#bcbd22'];
 const charts = {};
 const HEIGHT = 220;
