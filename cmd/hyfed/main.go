@@ -1,17 +1,30 @@
 // Command hyfed trains one model across parties that each hold some samples
 // and some features (hybrid federated learning) with HyFDCA.
 //
-//	hyfed experiment  run a whole federation in one process
-//	hyfed central     train centrally (the optimum P* federated runs aim for)
-//	hyfed partition   split a data set into one file per client
-//	hyfed bench       time one round, split by phase
-//	hyfed serve       run the server (federations, websockets, dashboard)
-//	hyfed create      create a federation on a server, print its join link
-//	hyfed join        take part with one block file
-//	hyfed sim         run many native participants against a federation
-//	hyfed predict     score a data set with a model file
-//	hyfed data        fetch the built-in data sets; export one as LIBSVM
-//	hyfed suite       the convergence suite (docs/convergence.md)
+// For participants and organizers:
+//
+//	serve       run the server: federations, participants' websockets, dashboard
+//	create      create a federation on a server and print its join link
+//	join        take part in a federation with one data file (CSV or block file)
+//	sim         run many native participants (one block each) against a federation
+//	predict     score a data set with a model file (LIBLINEAR's); print its accuracy
+//	data        fetch the built-in data sets; export one as LIBSVM (data fetch|export)
+//	partition   split a data set into one block file per client
+//
+// For researchers:
+//
+//	experiment  run a whole federation in one process (in-memory transport)
+//	central     train centrally with SDCA to a relative duality gap of 1e-9
+//	suite       the convergence suite: a fixed grid of runs against central SDCA
+//	compare     HyFDCA against FedAvg, HyFEM and FedHybrid on the paper's grid
+//
+// Benchmarks:
+//
+//	bench       time rounds at Fashion-MNIST scale, split by phase
+//	bench-net   time rounds of many participants on loopback websockets
+//	bench-abuse flood a server with creations and unauthenticated hellos
+//
+// 'hyfed <command> -h' lists a command's flags.
 package main
 
 import (
@@ -26,32 +39,55 @@ import (
 	"syscall"
 )
 
+// group is who a command is for: hyfed -h lists the commands by it, in
+// the order of groupTitles, so that a participant finds join before the
+// benchmarks.
+type group int
+
+const (
+	forParticipants group = iota
+	forResearchers
+	forBenchmarks
+)
+
+var groupTitles = []string{"For participants and organizers", "For researchers", "Benchmarks"}
+
 type command struct {
 	name, summary string
+	group         group
 	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
+// commands is the command table, by group; the package doc lists it the
+// same way (TestPackageDocListsCommands).
 var commands = []command{
-	{"experiment", "run a whole federation in one process (in-memory transport)", runExperiment},
-	{"central", "train centrally with SDCA to a relative duality gap of 1e-9", runCentral},
-	{"partition", "split a data set into one block file per client", runPartition},
-	{"bench", "time rounds at Fashion-MNIST scale, split by phase", runBench},
-	{"serve", "run the server: federations, participants' websockets, dashboard", runServe},
-	{"create", "create a federation on a server and print its join link", runCreate},
-	{"join", "take part in a federation with one block file", runJoin},
-	{"sim", "run many native participants (one block each) against a federation", runSim},
-	{"bench-net", "time rounds with many participants on loopback websockets (server in a child process)", runBenchNet},
-	{"bench-abuse", "flood a hyfed serve (child process) with creations and unauthenticated hellos; print its memory", runBenchAbuse},
-	{"compare", "HyFDCA against FedAvg, HyFEM and FedHybrid on the paper's grid, tuned; Markdown table and SVG plots", runCompare},
-	{"predict", "score a data set with a model file (LIBLINEAR's format, as --model writes it); print its accuracy", runPredict},
-	{"data", "fetch the built-in data sets for an installed hyfed (data fetch mnist); export one as LIBSVM (data export)", runData},
-	{"suite", "the convergence suite: a fixed grid of in-process runs against central SDCA, written to a Markdown report", runSuite},
+	{"serve", "run the server: federations, participants' websockets, dashboard", forParticipants, runServe},
+	{"create", "create a federation on a server and print its join link", forParticipants, runCreate},
+	{"join", "take part in a federation with one data file (CSV or block file)", forParticipants, runJoin},
+	{"sim", "run many native participants (one block each) against a federation", forParticipants, runSim},
+	{"predict", "score a data set with a model file (LIBLINEAR's); print its accuracy", forParticipants, runPredict},
+	{"data", "fetch the built-in data sets; export one as LIBSVM (data fetch|export)", forParticipants, runData},
+	{"partition", "split a data set into one block file per client", forParticipants, runPartition},
+
+	{"experiment", "run a whole federation in one process (in-memory transport)", forResearchers, runExperiment},
+	{"central", "train centrally with SDCA to a relative duality gap of 1e-9", forResearchers, runCentral},
+	{"suite", "the convergence suite: a fixed grid of runs against central SDCA", forResearchers, runSuite},
+	{"compare", "HyFDCA against FedAvg, HyFEM and FedHybrid on the paper's grid", forResearchers, runCompare},
+
+	{"bench", "time rounds at Fashion-MNIST scale, split by phase", forBenchmarks, runBench},
+	{"bench-net", "time rounds of many participants on loopback websockets", forBenchmarks, runBenchNet},
+	{"bench-abuse", "flood a server with creations and unauthenticated hellos", forBenchmarks, runBenchAbuse},
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: hyfed <command> [flags]\n\ncommands:")
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
+	fmt.Fprintln(w, "usage: hyfed <command> [flags]")
+	for g, title := range groupTitles {
+		fmt.Fprintf(w, "\n%s:\n", title)
+		for _, c := range commands {
+			if c.group == group(g) {
+				fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
+			}
+		}
 	}
 	fmt.Fprintln(w, "\n'hyfed <command> -h' lists a command's flags.")
 }
