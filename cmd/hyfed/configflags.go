@@ -21,9 +21,10 @@ func configFlags(fs *flag.FlagSet, cfg *protocol.Config) {
 	fs.Var(positive{&cfg.Lambda}, "lambda", "L2 regularization lambda (> 0)")
 	fs.IntVar(&cfg.Rounds, "rounds", d.Rounds, "rounds to run")
 	fs.Float64Var(&cfg.Fraction, "fraction", d.Fraction, "probability that a participant is active in a round (1: all that are connected)")
-	fs.IntVar(&cfg.Inner, "inner", d.Inner, "H, the samples each sample group (block, hyfed) or client (paper, baselines) updates a round; overrides --iic")
+	fs.IntVar(&cfg.Inner, "inner", d.Inner, "H, the samples each sample group (block) or client (paper, baselines) updates a round; overrides --iic")
 	fs.Float64Var(&cfg.IIC, "iic", d.IIC, "inner iterations constant: H = ceil(IIC * N / participants)")
-	fs.StringVar(&cfg.Step, "step", d.Step, "step rule: block (exact group solves from sealed Grams) or paper (the HyFDCA paper's Algorithm 5 as published, for comparison)")
+	cfg.Step = d.Step
+	fs.Var(stepFlag{&cfg.Step}, "step", "step rule: block (exact group solves from sealed Grams) or paper (the HyFDCA paper's Algorithm 5 as published, for comparison)")
 	fs.StringVar(&cfg.Search, "search", d.Search, "step size along the round's direction: dual (the dual's maximiser) or primal (the smallest primal keeping half the dual gain)")
 	fs.Func("estimate", "retired with the hyfed step rule (refused)", func(string) error {
 		return fmt.Errorf("--estimate was the retired hyfed step rule's local estimate; the block step (the default) solves each group's subproblem exactly and needs none")
@@ -61,6 +62,35 @@ func (f onFlag) Set(s string) error {
 }
 
 func (onFlag) IsBoolFlag() bool { return true }
+
+// stepFlag is --step: a rule the protocol does not run, a retired one
+// above all, is refused as the flag is read, with the configuration's
+// message, not after the data have loaded.
+type stepFlag struct{ step *string }
+
+func (f stepFlag) String() string {
+	if f.step == nil {
+		return ""
+	}
+	return *f.step
+}
+
+func (f stepFlag) Set(s string) error {
+	if err := checkStep(s); err != nil {
+		return err
+	}
+	*f.step = s
+	return nil
+}
+
+// checkStep refuses a step rule as protocol.Config.Validate does (it names
+// what replaced a retired rule), on a configuration that is otherwise the
+// defaults.
+func checkStep(step string) error {
+	c := protocol.Defaults()
+	c.Step, c.Clients = step, 1
+	return c.Validate()
+}
 
 // directionsFlag is --shared-directions: a count, 0 for none (the
 // configuration's zero is its default).

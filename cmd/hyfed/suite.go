@@ -160,8 +160,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	for _, st := range o.steps {
 		// Fail now, not after the central solves: the protocol knows the rules.
-		c := protocol.Config{Step: st, Lambda: suiteLambdas[0], Inner: 1, Fraction: 1, Rounds: 1, Clients: 1}
-		if err := c.Validate(); err != nil {
+		if err := checkStep(st); err != nil {
 			return fmt.Errorf("--steps %s: %w", st, err)
 		}
 	}
