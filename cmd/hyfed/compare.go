@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hyfed/hyfed/shared/protocol"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hyfed/hyfed/shared/protocol"
 
 	"github.com/hyfed/hyfed/shared/averaging"
 	"github.com/hyfed/hyfed/shared/central"
@@ -541,4 +542,52 @@ func gridSubset(only string, n int) ([]bool, error) {
 		run[i] = true
 	}
 	return run, nil
+}
+
+// runPoints runs o on p through the in-memory federation and returns its
+// rounds as points (those completed, with the error of a run that stopped
+// early). A point's seconds are the phases' seconds scaled to the measured
+// wall time (the phase timings omit the transport's own overhead): Seconds
+// every phase, IterSeconds without a baseline's metrics phases (inner
+// products and metrics), which its iterates do not need but its handed-out
+// model does (they find its best round); HyFDCA's step uses them.
+func runPoints(ctx context.Context, p *experiment.Prepared, o experiment.Options) ([]cmpPoint, error) {
+	o.PStar = 1 // not needed here: the report computes relative losses
+	start := time.Now()
+	var h []protocol.RoundMetrics
+	_, err := experiment.RunPreparedWithHistory(ctx, p, o, &h)
+	total := time.Since(start).Seconds()
+	baseline := o.Algo != "" && o.Algo != protocol.AlgoHyFDCA
+	all, lean := 0.0, 0.0
+	pts := make([]cmpPoint, 0, len(h))
+	best, bestAcc := math.Inf(1), math.NaN() // the handed-out model (Coordinator.keepIfBest)
+	for _, r := range h {
+		if r.Round == 0 {
+			continue
+		}
+		if !r.Partial && r.Primal < best {
+			best, bestAcc = r.Primal, r.HeldAcc
+		}
+		model, acc := best, bestAcc
+		if math.IsInf(best, 1) { // no certified round yet: the current iterate
+			model, acc = r.Primal, r.HeldAcc
+		}
+		for phase, sec := range r.Seconds {
+			all += sec
+			if !baseline || (phase != protocol.PhaseMargins && phase != protocol.PhaseScore) {
+				lean += sec
+			}
+		}
+		pts = append(pts, cmpPoint{Round: r.Round, Seconds: all, IterSeconds: lean, Primal: model, HeldAcc: acc, IterPrimal: r.Primal})
+	}
+	if all > 0 {
+		for i := range pts {
+			pts[i].Seconds *= total / all
+			pts[i].IterSeconds *= total / all
+		}
+	}
+	if err != nil {
+		return pts, fmt.Errorf("%s: %w", o.Algo, err)
+	}
+	return pts, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 
 	"github.com/hyfed/hyfed/shared/experiment"
@@ -55,4 +56,25 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return printBaselineSummary(stdout, s, o.Algo)
 	}
 	return printJSON(stdout, s)
+}
+
+// printBaselineSummary prints a baseline run's summary: that of a HyFDCA
+// experiment without the dual, which the baselines do not have (the
+// fields are dropped rather than printed as zeros), and with "algo".
+func printBaselineSummary(w io.Writer, s *experiment.Summary, algo string) error {
+	c := *s
+	c.Dual, c.Gap = 0, 0 // NaN: no dual
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	for _, k := range []string{"dual", "gap", "dual_decreases", "step"} {
+		delete(m, k)
+	}
+	m["algo"] = algo
+	return printJSON(w, m)
 }

@@ -6,8 +6,11 @@ import (
 	"io"
 	"strings"
 
+	"github.com/hyfed/hyfed/shared/averaging"
 	"github.com/hyfed/hyfed/shared/dataset"
 	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/fedhybrid"
+	"github.com/hyfed/hyfed/shared/protocol"
 )
 
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
@@ -63,4 +66,52 @@ func (d *dataFlags) load() (*dataset.Dataset, error) {
 // loadRaw loads the data as it is, for scoring and export.
 func (d *dataFlags) loadRaw() (*dataset.Dataset, error) {
 	return experiment.LoadRawData(d.data, d.positive, d.holdout)
+}
+
+// baselineFlags are the algorithm flags of hyfed experiment and hyfed
+// create (--algo and the baselines' settings): one registration, one set of
+// defaults for both.
+type baselineFlags struct {
+	fs           *flag.FlagSet
+	algo         string
+	stepA, stepB float64
+	mu           float64
+	mode         string
+}
+
+func (b *baselineFlags) register(fs *flag.FlagSet) {
+	b.fs = fs
+	fs.StringVar(&b.algo, "algo", protocol.AlgoHyFDCA, "algorithm: hyfdca, or a baseline run through the same federation: fedavg, hyfem-avg, hyfem-prox (local SGD steps, weights averaged per feature under sealing), fedhybrid (horizontal partitions, --loss logistic; consensus summed under sealing)")
+	fs.Float64Var(&b.stepA, "step-a", 0.1, "fedavg/hyfem: the local SGD step is a/(b+sqrt(t)): a. fedhybrid: every a_i (default: its own rule)")
+	fs.Float64Var(&b.stepB, "step-b", 1, "fedavg/hyfem: b of the local step a/(b+sqrt(t)). fedhybrid: every b_i (default: its own rule)")
+	fs.Float64Var(&b.mu, "mu", 0, "hyfem-prox: weight of the proximal term mu ||w_k - w||^2 (default 0.1); fedhybrid: the augmented Lagrangian's penalty (experiment: from the data; create: required)")
+	fs.StringVar(&b.mode, "mode", "newton", "fedhybrid: newton, gradient or mixed updates")
+}
+
+// apply sets the algorithm and its settings in cfg; hyfdca takes none of
+// the baselines' settings.
+func (b *baselineFlags) apply(cfg *protocol.Config) {
+	cfg.Algo = b.algo
+	if b.algo == protocol.AlgoHyFDCA {
+		return
+	}
+	cfg.Mu = b.mu
+	switch b.algo {
+	case fedhybrid.Name:
+		cfg.Mode = b.mode
+		// FedHybrid's a_i and b_i default to its own rule, not to
+		// the averaging baselines' SGD step.
+		cfg.StepA, cfg.StepB = 0, 0
+		if flagSet(b.fs, "step-a") {
+			cfg.StepA = b.stepA
+		}
+		if flagSet(b.fs, "step-b") {
+			cfg.StepB = b.stepB
+		}
+	default:
+		cfg.StepA, cfg.StepB = b.stepA, b.stepB
+		if b.algo == averaging.HyFEMProx && !flagSet(b.fs, "mu") {
+			cfg.Mu = averaging.DefaultProxMu
+		}
+	}
 }
