@@ -1,4 +1,4 @@
-// Command stepstudy runs the plaintext step simulator of shared/stepstudy
+// Command stepstudy runs the plaintext step simulator of its package study
 // (a study for issue 14, not product code) and prints one line per method:
 // rounds to relative loss 1e-1/1e-2/1e-3, the relative loss after
 // 100/300/1000 rounds, the primal's max/min over the last tenth, dual
@@ -11,7 +11,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/hyfed/hyfed/shared/stepstudy"
+	"github.com/hyfed/hyfed/cmd/stepstudy/study"
 )
 
 func main() {
@@ -20,14 +20,14 @@ func main() {
 	frac := flag.Float64("fraction", 1, "probability that a client is active in a round")
 	lambda := flag.Float64("lambda", 1e-3, "regularisation")
 	lossName := flag.String("loss", "hinge", "hinge or logistic")
-	methods := flag.String("method", "base+pp", "comma-separated methods (see stepstudy.Config)")
+	methods := flag.String("method", "base+pp", "comma-separated methods (see study.Config)")
 	rounds := flag.Int("rounds", 1000, "rounds")
 	seed := flag.Uint64("seed", 1, "seed")
 	iic := flag.Float64("iic", 0.2, "H = ceil(iic * N / clients)")
 	sparse := flag.Bool("sparse", false, "store dense data sparse first (grid then deals the non-zeros)")
 	trace := flag.Int("trace", 0, "print the relative losses every this many rounds")
 	flag.Parse()
-	p, err := stepstudy.Load(*data, *part, *lossName, *lambda, *sparse)
+	p, err := study.Load(*data, *part, *lossName, *lambda, *sparse)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -37,7 +37,7 @@ func main() {
 	fmt.Printf("%-22s %5s %5s %5s %5s %8s %8s %8s %8s %8s %8s %8s %5s %6s %5s %6s\n",
 		"method", "H", "r1e-1", "r1e-2", "r1e-3", "P@100", "P@300", "P@1000", "last", "best", "tailmax", "tmax/bst", "Ddec", "trips", "gam", "sec")
 	for _, m := range strings.Split(*methods, ",") {
-		cfg := stepstudy.Config{Fraction: *frac, Rounds: *rounds, Seed: *seed, IIC: *iic, Method: m}
+		cfg := study.Config{Fraction: *frac, Rounds: *rounds, Seed: *seed, IIC: *iic, Method: m}
 		if *trace > 0 {
 			cfg.Trace = func(r int, pr, dr float64) {
 				if r%*trace == 0 {
@@ -45,7 +45,7 @@ func main() {
 				}
 			}
 		}
-		res, err := stepstudy.Run(p, cfg)
+		res, err := study.Run(p, cfg)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

@@ -1,4 +1,4 @@
-package stepstudy
+package study
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-// Package stepstudy is a study, not product code: a plaintext, in-process
+// Package study is a study, not product code: a plaintext, in-process
 // simulator of HyFDCA's dual step on hybrid partitions (K sample groups x Q
 // feature holders), used to compare candidate steps for issue 14 by rounds
 // to a relative loss (P-P*)/P*. It models what each party knows: a group's
@@ -8,7 +8,7 @@
 // of the group's samples), and what the server announces (w, u, step
 // sizes, prices). No encryption: float64 throughout. docs/step-study.md
 // has the question, the methods and the measured tables.
-package stepstudy
+package study
 
 import (
 	"context"
