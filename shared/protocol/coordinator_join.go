@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -29,12 +30,17 @@ func (c *Coordinator) connect(k int, h Message) error {
 	if err := checkHello(&h); err != nil {
 		return err
 	}
+	// The federation's feature count is its own (declared, or what most
+	// participants hold at the start: align), never a first hello's.
 	want := c.cfg.NumFeatures
-	if want == 0 {
+	if c.started || c.aligned {
 		want = c.numFeatures
 	}
 	if want != 0 && h.NumFeatures != want {
 		return Errorf(CodeSchema, "the block has %d features, the federation has %d", h.NumFeatures, want)
+	}
+	if h.NumFeatures > MaxFeatures {
+		return Errorf(CodeBadField, "hello: %d features, more than the %d a federation takes", h.NumFeatures, MaxFeatures)
 	}
 	var cs *clientState
 	if k < len(c.clients) {
@@ -94,9 +100,6 @@ func (c *Coordinator) connect(k int, h Message) error {
 	cs = c.clients[k]
 	if c.fingerprint == "" {
 		c.fingerprint = h.Fingerprint
-	}
-	if c.numFeatures == 0 {
-		c.numFeatures = h.NumFeatures
 	}
 	hc := h
 	cs.hello, cs.connected, cs.refused = &hc, true, ""
@@ -231,8 +234,12 @@ func sameHello(a, b *Message) bool {
 // align matches samples by pseudonym, forms sample groups (samples with the
 // same holders) and lays slots out group by group.
 func (c *Coordinator) align() error {
+	if err := c.fixFeatureCount(); err != nil {
+		return err
+	}
 	type sample struct {
 		holders []int
+		flags   []bool // each holder's held-out flag
 		heldout bool
 	}
 	byPseud := map[string]*sample{}
@@ -245,13 +252,38 @@ func (c *Coordinator) align() error {
 		for i, p := range cs.hello.Pseudonyms {
 			s := byPseud[p]
 			if s == nil {
-				s = &sample{heldout: cs.hello.Heldout[i]}
+				s = &sample{}
 				byPseud[p] = s
-			} else if s.heldout != cs.hello.Heldout[i] {
-				return fmt.Errorf("sample %s is held out by one client and not by another", p)
 			}
 			s.holders = append(s.holders, k)
+			s.flags = append(s.flags, cs.hello.Heldout[i])
 		}
+	}
+	// A sample's holders must agree on whether it is held out: the flag
+	// most of them give stands (a tie: the first registration's), and a
+	// holder that gives the other is refused, told how many it flips.
+	disagree := map[int]int{}
+	for _, s := range byPseud {
+		yes := 0
+		for _, f := range s.flags {
+			if f {
+				yes++
+			}
+		}
+		s.heldout = 2*yes > len(s.flags) || 2*yes == len(s.flags) && s.flags[0]
+		for j, f := range s.flags {
+			if f != s.heldout {
+				disagree[s.holders[j]]++
+			}
+		}
+	}
+	if len(disagree) > 0 {
+		who := slices.Sorted(maps.Keys(disagree))
+		n := 0
+		for _, k := range who {
+			n += disagree[k]
+		}
+		return &refusal{who, Errorf(CodeSchema, "%s marked %d shared sample(s) held out where their other holders did not, or the reverse", c.names(who), n)}
 	}
 	c.groups, c.chunkGroup, c.numTrain, c.numHeld = nil, nil, 0, 0
 	groupOf := map[string]int{}
@@ -358,6 +390,46 @@ func (c *Coordinator) align() error {
 	if c.cfg.FindBias() && c.cfg.BiasValue == 0 {
 		c.cfg.BiasFeature, c.cfg.BiasValue = c.findBias()
 	}
+	return nil
+}
+
+// MaxFeatures bounds a federation's feature count: a hello cannot make
+// the coordinator allocate more (w, the primal contributions).
+const MaxFeatures = 1 << 22
+
+// fixFeatureCount sets the federation's feature count at the start: the
+// declared one, else the count most registered participants hold (ties:
+// the smaller). A participant holding another is refused, named.
+func (c *Coordinator) fixFeatureCount() error {
+	if c.numFeatures != 0 { // restored
+		return nil
+	}
+	if c.cfg.NumFeatures != 0 {
+		c.numFeatures = c.cfg.NumFeatures
+		return nil
+	}
+	votes := map[int]int{}
+	for _, cs := range c.clients {
+		if cs.hello != nil {
+			votes[cs.hello.NumFeatures]++
+		}
+	}
+	best := 0
+	for n, v := range votes {
+		if best == 0 || v > votes[best] || v == votes[best] && n < best {
+			best = n
+		}
+	}
+	var who []int
+	for k, cs := range c.clients {
+		if cs.hello != nil && cs.hello.NumFeatures != best {
+			who = append(who, k)
+		}
+	}
+	if len(who) > 0 {
+		return &refusal{who, Errorf(CodeSchema, "%s declared another feature count than the %d most participants hold", c.names(who), best)}
+	}
+	c.numFeatures = best
 	return nil
 }
 

@@ -17,7 +17,7 @@ func (c *Coordinator) ipPhase(final bool, then func()) {
 		c.send(k, Message{Kind: KindWeights, Round: c.round, Full: true, W: c.onFeatures(k, c.w)})
 		c.clients[k].wHeld = c.wVersion + 1
 	}
-	c.ip = ipFlow{final: final, then: then, partial: len(targets) < len(c.clients)}
+	c.ip = ipFlow{final: final, then: then, partial: len(targets) < c.numRegistered()}
 	c.await(PhaseMargins, targets, c.ipSumsIn)
 }
 

@@ -353,6 +353,9 @@ func (c *Coordinator) refuse(r *refusal) {
 	c.note(r.err.Error())
 	c.started, c.aligned, c.phase = false, false, nil
 	c.prep, c.stats, c.norms = nil, nil, nil
+	if c.cfg.NumFeatures == 0 {
+		c.numFeatures = 0 // the next start counts again
+	}
 	if !c.holdStart && c.numConnected() >= c.cfg.Clients {
 		c.begin()
 	}

@@ -51,7 +51,7 @@ func (c *Coordinator) trialPhase(u []float64, gammaD float64) {
 		}
 		c.send(k, m)
 	}
-	c.flow.partial = len(targets) < len(c.clients)
+	c.flow.partial = len(targets) < c.numRegistered()
 	c.await(PhaseTrial, targets, c.trialSumsIn)
 }
 

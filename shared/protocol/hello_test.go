@@ -1,0 +1,96 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hyfed/hyfed/shared/dataset"
+	"github.com/hyfed/hyfed/shared/partition"
+)
+
+// runWithLiar runs four honest blocks and a lying one (registered first)
+// under an organizer's start: the start refuses the liar alone, named,
+// and a second start runs the honest four to the end.
+func runWithLiar(t *testing.T, liar partition.Block) *fed {
+	t.Helper()
+	d := testData(80, 6, 3)
+	blocks := append([]partition.Block{liar}, gridBlocks(d, 2, 2)...)
+	f := newFed(t, blocks, Config{Lambda: 1e-2, Rounds: 5, Seed: 1})
+	f.coord.HoldStart()
+	var refused []int
+	f.mem.OnError = func(k int, err error) { refused = append(refused, k) }
+	if err := Serve(context.Background(), f.coord, f.mem, nil); !errors.Is(err, ErrIdle) {
+		t.Fatalf("registration: %v", err)
+	}
+	r := f.coord.Step(Input{Kind: InputStart})
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if err := f.mem.Deliver(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if f.coord.Started() {
+		t.Fatal("the federation started with the liar")
+	}
+	notes := strings.Join(f.coord.Notices(), "\n")
+	if !strings.Contains(notes, "participant 0") || strings.Contains(notes, "participant 1") {
+		t.Fatalf("notices %q: want the liar (participant 0) named alone", notes)
+	}
+	if info := f.coord.Clients(); info[0].Refused == "" || info[1].Refused != "" {
+		t.Fatalf("refused: %q, %q", info[0].Refused, info[1].Refused)
+	}
+	r = f.coord.Step(Input{Kind: InputStart})
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if err := f.mem.Deliver(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if err := Serve(context.Background(), f.coord, f.mem, nil); err != nil {
+		t.Fatal(err)
+	}
+	if h := f.coord.History(); len(h) != 6 || h[5].Partial {
+		t.Fatalf("%d rounds recorded after the second start", len(h))
+	}
+	return f
+}
+
+// TestHelloClaimingFeaturesRefusedAlone: a first hello that claims a
+// million features does not become the federation's feature count: the
+// start refuses it alone and the others train.
+func TestHelloClaimingFeaturesRefusedAlone(t *testing.T) {
+	liar := partition.Block{NumFeatures: 1_000_000, Features: []int{0}, IDs: []string{"x"}, Y: []float64{1}, Heldout: []bool{false},
+		X: dataset.NewDense(1, 1)}
+	liar.X.Data[0] = 1
+	f := runWithLiar(t, liar)
+	if f.coord.numFeatures != 6 {
+		t.Fatalf("feature count %d", f.coord.numFeatures)
+	}
+}
+
+// TestHelloFlippingAHeldOutFlagRefusedAlone: a hello that holds the samples
+// of a group with one held-out flag flipped is refused alone: the flag the
+// other holders give stands.
+func TestHelloFlippingAHeldOutFlagRefusedAlone(t *testing.T) {
+	d := testData(80, 6, 3)
+	b := gridBlocks(d, 2, 2)[0] // group 0, features 0-2, as block 0 holds them: a second holder
+	liar := partition.Block{NumFeatures: b.NumFeatures, Features: b.Features, IDs: b.IDs, Y: b.Y, X: b.X,
+		Heldout: append([]bool(nil), b.Heldout...)}
+	liar.Heldout[0] = !liar.Heldout[0]
+	runWithLiar(t, liar)
+}
+
+// TestHelloAboveMaxFeaturesRefused: a hello may not ask for more features
+// than a federation takes.
+func TestHelloAboveMaxFeaturesRefused(t *testing.T) {
+	c, err := NewCoordinator(Config{Clients: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Message{Kind: KindHello, Pseudonyms: []string{"a"}, Heldout: []bool{false}, Features: []int{0}, NumFeatures: MaxFeatures + 1}
+	if err := c.connect(0, h); err == nil || ErrorCode(err) != CodeBadField {
+		t.Fatalf("got %v", err)
+	}
+}
