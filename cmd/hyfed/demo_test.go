@@ -296,10 +296,10 @@ func apiOf(t *testing.T, dashboard string) (api, token string) {
 
 // TestDemoConvergesForEverySeed: make run's demo federation (its files,
 // read as participants read them, partition and settings, everyone
-// present) brings the relative loss
-// below 1e-2 before round 100 whatever the seed, which draws the picks
-// and the secret (issue 14). In process and without encryption: an
-// encrypted run computes the same numbers bit for bit.
+// present) brings the relative loss below 1e-2 before round 100 whatever
+// the seed, which draws the picks and the secret: the demo must converge
+// for every visitor, not for a lucky seed. In process and without
+// encryption: an encrypted run computes the same numbers bit for bit.
 func TestDemoConvergesForEverySeed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("five federations of 100 rounds on MNIST")

@@ -52,8 +52,8 @@ func scoresOf(t *testing.T, out string) []string {
 	return preds
 }
 
-// TestPredictMatchesExperiment is issue 17's criterion in process: the
-// model hyfed experiment writes (the best iterate), scored by hyfed
+// TestPredictMatchesExperiment: a trained model out is worth only what it
+// predicts, checked in process: the model hyfed experiment writes (the best iterate), scored by hyfed
 // predict on the held-out part of the data, has the held-out accuracy the
 // experiment reported for it, to 1e-9 (and the training accuracy too);
 // LIBLINEAR's predict (Debian's liblinear-predict) reads the model file

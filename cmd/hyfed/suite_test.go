@@ -18,7 +18,7 @@ import (
 )
 
 // suiteKnownMisses are the quick suite's settings where the default step
-// misses issue 14's targets today, with why (none today: the dealt sparse
+// misses the convergence targets (suiteTargets) today, with why (none today: the dealt sparse
 // grid, the last one, meets them since the block step fills its Gram's
 // last chunk with picks); every other row of the default step must meet
 // them (or lie beyond the run: n/a).
@@ -207,7 +207,7 @@ func TestSuiteFlags(t *testing.T) {
 	}
 }
 
-// The targets of issue 14 on made-up rows: the plain limits, the limits
+// The convergence targets on made-up rows: the plain limits, the limits
 // scaled to central SDCA's passes where it needs more than 100 for 1e-3,
 // limits beyond the run, and central SDCA that never got there.
 func TestSuiteTargets(t *testing.T) {

@@ -1,8 +1,8 @@
 // Command stepstudy runs the plaintext step simulator of its package study
-// (a study for issue 14, not product code) and prints one line per method:
-// rounds to relative loss 1e-1/1e-2/1e-3, the relative loss after
-// 100/300/1000 rounds, the primal's max/min over the last tenth, dual
-// decreases and seconds.
+// (research code, not product code: the block step came from it) and
+// prints one line per method: rounds to relative loss 1e-1/1e-2/1e-3, the
+// relative loss after 100/300/1000 rounds, the primal's max/min over the
+// last tenth, dual decreases and seconds.
 package main
 
 import (

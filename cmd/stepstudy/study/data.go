@@ -1,13 +1,14 @@
 // Package study is a study, not product code: a plaintext, in-process
 // simulator of HyFDCA's dual step on hybrid partitions (K sample groups x Q
-// feature holders), used to compare candidate steps for issue 14 by rounds
-// to a relative loss (P-P*)/P*. It models what each party knows: a group's
+// feature holders), used to compare candidate steps by rounds to a
+// relative loss (P-P*)/P*: the product's block step came from it. It models what each party knows: a group's
 // holders know their own entries, the exact per-sample sums over holders
 // (margins x_i.w, squared norms, x_i.u), the sum of their partial Grams of
 // the picked samples (the true Gram only when holders hold whole features
 // of the group's samples), and what the server announces (w, u, step
-// sizes, prices). No encryption: float64 throughout. docs/step-study.md
-// has the question, the methods and the measured tables.
+// sizes, prices). No encryption: float64 throughout.
+// docs/results/2026-11-24-step-study.md has the question, the methods and
+// the measured tables.
 package study
 
 import (
