@@ -235,7 +235,6 @@ var alsoPlaintext = []string{
 	"the global model w and every participant's primal contribution (its share of the model, on the features it holds)",
 	"each round, every holder's share of the change of its primal contribution (dw)",
 	"each round, per reporting holder, sums of loss, dual term and correct predictions over its sample groups",
-	"once, per sample group and holder, the squared norm of the block's mean row and its centered variance",
 	"sample pseudonyms (keyed hashes of record ids), counts, feature indexes, timings",
 }
 
@@ -243,7 +242,6 @@ var alsoPlaintext = []string{
 var alsoPlaintextSealedPrimal = []string{
 	"the global model w and, each round, the sum of the participants' shares of its change (opened by one participant)",
 	"each round, per reporting holder, sums of loss, dual term and correct predictions over its sample groups",
-	"once, per sample group and holder, the squared norm of the block's mean row and its centered variance",
 	"sample pseudonyms (keyed hashes of record ids), counts, feature indexes, timings",
 }
 

@@ -273,7 +273,8 @@ func (c *conn) read() (m protocol.Message, size int, derr, err error) {
 	typ, r, err := c.ws.NextReader()
 	if err == nil {
 		// A pooled buffer, not a fresh slice grown from 512 bytes per
-		// frame (13% of the server's CPU at 5,000 participants, docs/scale.md).
+		// frame (13% of the server's CPU at 5,000 participants:
+		// docs/results/2026-11-24-scale.md).
 		// DecodeMessage copies what it keeps (TestDecodeDoesNotAlias).
 		buf := readBuffers.Get().(*bytes.Buffer)
 		defer readBuffers.Put(buf)
@@ -295,7 +296,8 @@ var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // frameBuffers hold frames while they are written: at 5,000 participants a
 // fresh buffer per frame was a third of the server's allocation
-// (docs/scale.md). Frames past maxPooledFrame are left to the collector.
+// (docs/results/2026-11-24-scale.md). Frames past maxPooledFrame are left
+// to the collector.
 var frameBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledFrame = 16 << 20
