@@ -11,8 +11,9 @@
 // right. One scale for both either crawls (K everywhere: each group moves
 // w by a K-th of its own step) or overshoots along the shared directions
 // (the model swings between two values while the dual creeps: measured at
-// 1,250 groups, docs/convergence.md). Split prices the group's r leading
-// directions at K and the rest at the adaptive scale.
+// 1,250 groups, docs/results/2026-11-25-shared-directions.md). Split
+// prices the group's r leading directions at K and the rest at the
+// adaptive scale.
 //
 // Every kernel is a plain loop in a fixed order (package vec), not gonum's
 // eigensolver: every holder of a group, natively or in WebAssembly, must
@@ -29,9 +30,10 @@ import (
 // SharedDirections is the number r of leading directions Split prices at
 // the number of updating groups unless the federation says otherwise
 // (protocol.Config.SharedDirections). Measured in the study simulator
-// (docs/step-study.md, section 8): 4 left 5,000-client image groups (48
-// picks) swinging; 16 kept them steady and cost nothing measurable on the
-// small settings.
+// (docs/results/2026-11-24-step-study.md, section 8): 4 left 5,000-client
+// image groups (48 picks) swinging; 16 kept them steady and cost nothing
+// measurable on the small settings; in the product,
+// docs/results/2026-11-25-shared-directions.md.
 const SharedDirections = 16
 
 // subspaceIters is the number of subspace iterations that find the

@@ -123,10 +123,10 @@ func GroupStepLimit(xa, xb, la, lb float64) float64 {
 // image groups every round was cut (an exact group solve puts a pick on a
 // bound, so the limit is 1) and a sigma' that learned only from uncut
 // rounds stayed at round 1's 62 of 125 while the dual crawled; rho
-// measures 2-40 there (docs/convergence.md). sigma' falls halfway in logarithm
-// (sqrt(sigma' rho), as adaptSigma moves, so that one round of nearly
-// orthogonal directions does not make the next ones bold), never below
-// 1, and never rises here: a cut round does not say the directions were
+// measures 2-43 there (docs/results/2026-11-28-sigma-after-cut-rounds.md).
+// sigma' falls halfway in logarithm (sqrt(sigma' rho), as adaptSigma
+// moves, so that one round of nearly orthogonal directions does not make
+// the next ones bold), never below 1, and never rises here: a cut round does not say the directions were
 // too bold (an uncut round with a step below 1 does, and raises it).
 func FallToCoupling(sigma, rho float64) float64 {
 	if !(rho > 0) || rho >= sigma {

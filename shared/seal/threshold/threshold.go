@@ -1,7 +1,7 @@
 // Package threshold gives a hyfed federation t-of-n threshold BGV keys
-// (issue 19): no single participant, and no coalition of the server with
-// fewer than t participants, holds a key that opens another participant's
-// chunks.
+// (--keys threshold): no single participant, and no coalition of the server
+// with fewer than t participants, holds a key that opens another
+// participant's chunks, as every participant does under the shared key.
 //
 // Chunks are seal.ThresholdBGV's: the BGV plaintext modulus and fixed-point
 // encoding of the shared-key scheme over a two-prime modulus (Q < 2^109, the
@@ -29,8 +29,8 @@
 // under P's own key, which P opens bit for bit.
 //
 // Participant side: Party. Server side: the methods of Federation, which
-// hold public data only. docs/encryption.md, "Threshold keys (issue 19): the
-// key layer", gives the message flow, the security argument and the costs.
+// hold public data only. docs/encryption.md, "Threshold keys: the key
+// layer", gives the message flow, the security argument and the costs.
 package threshold
 
 import (
