@@ -13,8 +13,8 @@ import (
 )
 
 // TestJoinPageOneFileControl: the join page has one file control, the
-// "choose a file" button (issue 17: "choose it" and the input's own
-// "Browse..." did the same); it opens the (hidden) file input's picker.
+// "choose a file" button (two controls that did the same, "choose it" and
+// the input's own "Browse...", confused); it opens the hidden input's picker.
 func TestJoinPageOneFileControl(t *testing.T) {
 	ts := startServer(t)
 	link, _ := createFederation(t, ts.URL, server.CreateRequest{Config: protocol.Config{Lambda: 1e-3, Rounds: 5, IIC: 0.2, Clients: 4}})

@@ -24,8 +24,9 @@ import (
 	"github.com/hyfed/hyfed/shared/model"
 )
 
-// The model out of the pages (issue 17): the join page's and the
-// dashboard's "Download the model" buttons, and what the file is good for.
+// The model out of the pages: the join page's and the dashboard's
+// "Download the model" buttons, and what the file is good for (hyfed
+// predict scores data with it as the federation's model scored it).
 
 // buildHyfed starts building the hyfed command into a temporary directory
 // of the test (from the go build cache: about 3 s after make build) and

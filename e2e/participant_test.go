@@ -423,8 +423,8 @@ func demoNewcomer(t *testing.T, start func(testing.TB) engine) {
 }
 
 // checkLogTicks checks the loss chart's log axis: labels between the
-// decades where the values are (issue 17: values near 0.3 were labelled
-// only 1e0 and 1e-1), drawn from the run's own points and from known ranges.
+// decades where the values are (values near 0.3 were once labelled only 1e0
+// and 1e-1), drawn from the run's own points and from known ranges.
 func checkLogTicks(t *testing.T, dash page) {
 	t.Helper()
 	dash.waitJS("the loss chart's tick labels", "!!document.getElementById('chart-loss').dataset.yticks", 10*time.Second)

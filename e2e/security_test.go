@@ -15,9 +15,10 @@ import (
 	"github.com/hyfed/hyfed/server"
 )
 
-// The pages under the server's security headers (issue 15): no inline
-// script, tokens in fragments and bearer headers, refusals that say which
-// link is needed, the organizer's actions, an event stream that recovers.
+// The pages under the server's security headers (docs/security.md): no
+// inline script, tokens in fragments and bearer headers, refusals that say
+// which link is needed, the organizer's actions, an event stream that
+// recovers.
 
 // page401 is the browser's log line for an API call the test has the
 // server refuse (fetch errors are logged even when the page handles them).
