@@ -28,6 +28,8 @@ func joinLink(base string, resp *server.CreateResponse, sec secret.Secret, req s
 	return strings.TrimRight(base, "/") + resp.JoinPath + "&secret=" + session.SecretPrefix(scheme) + sec.String()
 }
 
+// postJSON posts in as JSON to a hyfed server's API with a bearer token
+// (none if empty) and decodes the answer into out.
 func postJSON(ctx context.Context, url, token string, in, out any) error {
 	b, err := json.Marshal(in)
 	if err != nil {
@@ -44,6 +46,7 @@ func postJSON(ctx context.Context, url, token string, in, out any) error {
 	return doJSON(req, out)
 }
 
+// getJSON gets a hyfed server's API resource into out, as postJSON.
 func getJSON(ctx context.Context, url, token string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
@@ -55,6 +58,8 @@ func getJSON(ctx context.Context, url, token string, out any) error {
 	return doJSON(req, out)
 }
 
+// doJSON sends req and decodes a 2xx answer into out; any other status
+// becomes an error with the server's own message, which says what to fix.
 func doJSON(req *http.Request, out any) error {
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"github.com/hyfed/hyfed/shared/protocol"
 )
 
+// newFlags is a command's flag set: errors are returned, not exits, so that
+// run reports them as "hyfed NAME: ..." and tests can run every command.
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("hyfed "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -46,6 +48,8 @@ func linkFirst(args []string) (string, []string) {
 	return "", args
 }
 
+// dataFlags are the data flags (--data, --positive, --holdout) of every
+// command that loads a data set, with one help text.
 type dataFlags struct {
 	data, positive string
 	holdout        float64
