@@ -29,7 +29,13 @@ type federation struct {
 	meta   meta
 	coord  *protocol.Coordinator
 	broken string // the state on disk could not be restored
-	conns  map[int]*conn
+	// degraded says what the data directory did not take (disk.go),
+	// byCheckpoint that a checkpoint failed (only a written one lifts it),
+	// pausedForDisk that training was paused for it, not by the organizer.
+	degraded      string
+	byCheckpoint  bool
+	pausedForDisk bool
+	conns         map[int]*conn
 	// sessions maps session token hashes to clients. It has its own lock
 	// so that checking a token never waits for a round's work under mu;
 	// loadSessions fills it (and registered) from disk once.
@@ -124,7 +130,10 @@ func (f *federation) loadLocked() bool {
 		}
 		f.names[sm.Client] = sm.Name
 	}
-	f.saver = newSaver(f.dir(), f.log)
+	if err := removeStaleTemps(f.dir()); err != nil {
+		f.log.Warn("stale temporary files", "error", err)
+	}
+	f.saver = newSaver(f.dir(), f.log, f.checkpointWritten)
 	if f.srv.opt.Curious {
 		f.attack = newAttack(f)
 	}
@@ -199,6 +208,10 @@ func (f *federation) armResume() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if !f.coord.Waiting() || f.coord.Paused() || f.finished {
+			return
+		}
+		if f.degraded != "" {
+			f.armResume() // not on unsaved state
 			return
 		}
 		n := 0
@@ -315,8 +328,13 @@ func (f *federation) follow(r protocol.Ready) {
 		}
 		f.log.Info("federation finished", "round", r.Round, "stopped", r.Stopped)
 	}
-	// Every change of state is an event (pausing -> paused happens when a
-	// round completes, not on the organizer's call).
+	f.publishState()
+}
+
+// publishState makes every change of state an event (pausing -> paused
+// happens when a round completes, not on the organizer's call). Called
+// with f.mu held.
+func (f *federation) publishState() {
 	if st := f.stateLocked(); st != f.lastState {
 		f.lastState = st
 		f.events.publish(event{Type: "state", State: st})
@@ -344,6 +362,8 @@ func (f *federation) stateLocked() string {
 		return "stopped"
 	case f.coord.Finished():
 		return "finished"
+	case f.degraded != "":
+		return "degraded"
 	case !f.coord.Started():
 		return "waiting"
 	case f.coord.Waiting() && f.coord.Paused():
@@ -393,6 +413,22 @@ func (f *federation) register(c *conn, hello protocol.Message, a access) bool {
 		f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputLeave, From: k}))
 	}
 	c.client = k
+	var tok string
+	var sm sessionMeta
+	if isNew {
+		// Saved before the coordinator hears of it: a registration the
+		// disk does not take is refused whole. (A refused hello leaves a
+		// line whose token nobody was given.)
+		tok = newToken(24)
+		sm = sessionMeta{Hash: hashToken(tok), Client: k, Name: pseudonymFor(k, f.meta.ID)}
+		seq, err := f.appendSession(sm)
+		if err != nil {
+			f.diskFailed("a new participant's registration", err, false)
+			return refuse(protocol.CodeBusy, "the server cannot save registrations now: try again shortly")
+		}
+		c.durable.Store(seq) // its writer fsyncs before the welcome
+		f.diskRecovered(false)
+	}
 	joined := f.coord.Step(protocol.Input{Kind: protocol.InputJoin, From: k, Msg: hello})
 	for _, e := range joined.Envelopes {
 		if e.To == k && e.Msg.Kind == protocol.KindError {
@@ -403,18 +439,10 @@ func (f *federation) register(c *conn, hello protocol.Message, a access) bool {
 	}
 	f.observeRegistered(k, &hello) // before the welcome and the setup: what the server got first
 	if isNew {
-		tok := newToken(24)
-		name := pseudonymFor(k, f.meta.ID)
-		f.names = append(f.names, name)
-		sm := sessionMeta{Hash: hashToken(tok), Client: k, Name: name}
+		f.names = append(f.names, sm.Name)
 		f.sessMu.Lock()
 		f.sessions[sm.Hash] = k
 		f.sessMu.Unlock()
-		if seq, err := f.appendSession(sm); err != nil {
-			f.log.Error("cannot save the new session", "error", err)
-		} else {
-			c.durable.Store(seq) // its writer fsyncs before the welcome
-		}
 		// A demo block's seat is taken by the participant that joins with
 		// it, not by the page that loaded it, and before the welcome. (s.mu is never held while
 		// taking f.mu, so taking it here is safe.)
@@ -424,7 +452,7 @@ func (f *federation) register(c *conn, hello protocol.Message, a access) bool {
 				f.log.Info("demo seat taken", "client", k, "block", b)
 			}
 		}
-		c.send(protocol.Message{Kind: protocol.KindWelcome, Session: tok, Name: name})
+		c.send(protocol.Message{Kind: protocol.KindWelcome, Session: tok, Name: sm.Name})
 	} else {
 		c.send(protocol.Message{Kind: protocol.KindWelcome, Name: f.name(k)})
 	}
@@ -493,10 +521,14 @@ func (f *federation) admin(action string) error {
 		if f.finished {
 			return errors.New("the federation has finished")
 		}
+		f.pausedForDisk = false // the organizer's pause outlasts the disk's
 		f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputPause}))
 	case "resume":
 		if f.finished {
 			return errors.New("the federation has finished")
+		}
+		if f.degraded != "" {
+			return errors.New(f.degraded)
 		}
 		f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputResume}))
 	case "stop":
@@ -557,10 +589,15 @@ type saver struct {
 	setupFor [32]byte
 	saved    int // checkpoints written
 	last     int // round of the last one written
+	// report, if set, hears how each write went (without s.mu); failing
+	// says the last one failed, retry that a retry is armed.
+	report  func(round int, err error)
+	failing bool
+	retry   *time.Timer
 }
 
-func newSaver(dir string, log *slog.Logger) *saver {
-	s := &saver{dir: dir, log: log, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+func newSaver(dir string, log *slog.Logger, report func(round int, err error)) *saver {
+	s := &saver{dir: dir, log: log, report: report, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go s.loop()
 	return s
 }
@@ -609,8 +646,28 @@ func (s *saver) flush() {
 		return
 	}
 	// The round part is encoded in write, here, off the federation's lock.
-	if err := s.write(cp); err != nil {
+	err := s.write(cp)
+	s.mu.Lock()
+	if err != nil && !s.stopped {
+		if s.pending == nil {
+			s.pending = cp // tried again unless a newer one comes first
+		}
+		if s.retry != nil {
+			s.retry.Stop()
+		}
+		s.retry = time.AfterFunc(checkpointRetry, func() {
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
+		})
+	}
+	s.mu.Unlock()
+	if err != nil {
 		s.log.Error("checkpoint not written", "round", cp.Round, "error", err)
+	}
+	if s.report != nil {
+		s.report(cp.Round, err)
 	}
 }
 
@@ -653,6 +710,9 @@ func (s *saver) stop() {
 		return
 	}
 	s.stopped = true
+	if s.retry != nil {
+		s.retry.Stop()
+	}
 	s.mu.Unlock()
 	close(s.quit)
 	<-s.done

@@ -6,6 +6,7 @@
 package server
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -495,7 +496,7 @@ func participantState(ci protocol.ClientInfo, ended bool) string {
 func (f *federation) status() Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st := Status{ID: f.meta.ID, Name: f.meta.Name, Created: f.meta.Created, State: f.stateLocked(), Error: f.broken, Demo: f.meta.Demo,
+	st := Status{ID: f.meta.ID, Name: f.meta.Name, Created: f.meta.Created, State: f.stateLocked(), Error: cmp.Or(f.broken, f.degraded), Demo: f.meta.Demo,
 		Insecure: f.meta.Scheme == "plaintext",
 		Config:   configView(f.coord.Config(), f.meta),
 		Round:    f.coord.Round(), Phase: f.coord.Phase(), Samples: f.coord.NumTrain(),

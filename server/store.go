@@ -34,6 +34,9 @@ func writeFileAtomic(path string, data []byte) error {
 // write, through a buffer: a checkpoint streams its dual values to disk
 // instead of building them in memory first.
 func writeFileAtomicFrom(path string, write func(io.Writer) error) error {
+	if err := diskCheck("write", path); err != nil {
+		return err
+	}
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -198,6 +201,9 @@ func (l *sessionLog) append(dir string, line []byte) (uint64, error) {
 		}
 		l.fh = fh
 	}
+	if err := diskCheck("write", l.fh.Name()); err != nil {
+		return 0, err
+	}
 	if _, err := l.fh.Write(line); err != nil {
 		return 0, err
 	}
@@ -224,7 +230,10 @@ func (l *sessionLog) sync(seq uint64) error {
 		l.syncing = true
 		target, fh := l.written, l.fh
 		l.mu.Unlock()
-		err := fh.Sync()
+		err := diskCheck("sync", fh.Name())
+		if err == nil {
+			err = fh.Sync()
+		}
 		l.mu.Lock()
 		l.syncing = false
 		l.cond.Broadcast()

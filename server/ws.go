@@ -129,7 +129,10 @@ func (c *conn) writeLoop() {
 			c.mu.Unlock()
 			if seq := c.durable.Swap(0); seq > 0 {
 				if err := c.f.sessLog.sync(seq); err != nil {
-					c.f.log.Error("cannot save the new session", "client", c.client, "error", err)
+					// No welcome for a session the disk may not have.
+					c.f.sessionUnsaved(c, err)
+					batch = []protocol.Message{{Kind: protocol.KindError, Code: protocol.CodeBusy, Close: true,
+						Err: "the server cannot save registrations now: try again shortly"}}
 				}
 			}
 			for i := range batch {

@@ -241,6 +241,17 @@ type roundState struct {
 	// The block rule's measured scale and Gram factors (absent before it).
 	Sigma float64
 	Kappa []float64
+	// What a restart that every participant resumes needs to go on
+	// exactly (absent before it: those restarts refresh everyone).
+	WVersion   int
+	NeedFullIP bool
+	Flags      []clientFlags
+}
+
+// clientFlags is a participant's standing at a round boundary.
+type clientFlags struct {
+	Stale, Returned bool
+	WHeld           int
 }
 
 // EnableCheckpoints makes the coordinator capture its state at every round
@@ -262,11 +273,12 @@ func (c *Coordinator) checkpoint() *Checkpoint {
 	rc := &roundCapture{scheme: c.scheme, alpha: make(seal.Vec, len(c.alpha))}
 	rc.rs = roundState{Version: roundVersion, SetupDigest: c.setupDigest, Round: c.round, W: slices.Clone(c.w),
 		History: c.history[:n:n], Finished: c.round >= c.cfg.Rounds, Best: c.best, Sigma: c.sigma, Kappa: slices.Clone(c.kappa),
-		WStale: c.wStale}
+		WStale: c.wStale, WVersion: c.wVersion, NeedFullIP: c.needFullIP}
 	for ci, ch := range c.alpha {
 		rc.alpha[ci] = ch
 	}
 	for _, cs := range c.clients {
+		rc.rs.Flags = append(rc.rs.Flags, clientFlags{Stale: cs.stale, Returned: cs.returned, WHeld: cs.wHeld})
 		rc.rs.HatW = append(rc.rs.HatW, slices.Clone(cs.hatW))
 		rc.sealedW = append(rc.sealedW, cs.sealedW)
 		rc.rs.LocalSteps = append(rc.rs.LocalSteps, cs.localSteps)
@@ -430,6 +442,10 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 	c.reported = len(c.history) // a Ready before the restart carried them
 	c.cur = RoundMetrics{Seconds: map[string]float64{}}
 	c.needFullIP, c.wStale = true, rs.WStale
+	if len(rs.Flags) == len(c.clients) && c.rule.dual() && c.cfg.Algo == AlgoHyFDCA && c.cfg.Keys != KeysThreshold {
+		// Participants that kept the boundary resume it (coordinator_resume.go).
+		c.resumeAt = &resumeState{round: rs.Round, wVersion: rs.WVersion, needFullIP: rs.NeedFullIP, flags: rs.Flags, answered: map[int]bool{}}
+	}
 	c.setupBlob, c.setupDigest = setup, rs.SetupDigest
 	if rs.Finished {
 		c.finished = true

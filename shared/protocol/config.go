@@ -288,7 +288,7 @@ func (c *Config) Validate() error {
 		c.Step = StepBlock
 	}
 	if c.Step == retiredStep {
-		return fmt.Errorf("config: step %q was retired: the block step (%s, the default) replaced it; docs/results/step-study.md keeps its measurements", c.Step, StepBlock)
+		return fmt.Errorf("config: step %q was retired: the block step (%s, the default) replaced it; docs/results/2026-11-24-step-study.md keeps its measurements", c.Step, StepBlock)
 	}
 	if c.Step != StepBlock && c.Step != StepPaper {
 		return fmt.Errorf("config: step %q: want %s or %s", c.Step, StepBlock, StepPaper)

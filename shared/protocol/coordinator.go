@@ -180,6 +180,9 @@ type Coordinator struct {
 	prep    *prepState
 	notices []string
 	namer   func(k int) string
+	// resume is a restored federation's boundary that returning
+	// participants may resume (nil: none, or a round has run since).
+	resumeAt *resumeState
 	// tracePhase, if set, sees every phase as it starts (tests).
 	tracePhase func(name string)
 }

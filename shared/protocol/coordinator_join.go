@@ -62,6 +62,12 @@ func (c *Coordinator) connect(k int, h Message) error {
 		c.rule.rejoin(cs)
 		if c.cfg.Keys == KeysThreshold {
 			c.keyRejoin(k) // then the setup and the norms
+		} else if c.resumeAt != nil {
+			c.sendResumeSetup(k)
+			if c.prep != nil {
+				c.sendPrep(k)
+			}
+			c.sendNorms(k)
 		} else {
 			c.sendSetup(k, false)
 			if c.prep != nil {
@@ -112,6 +118,9 @@ func (c *Coordinator) connect(k int, h Message) error {
 // resumeIfQuorate goes on with the rounds if the federation was held for a
 // quorum (or restored from a checkpoint) and enough are back.
 func (c *Coordinator) resumeIfQuorate() {
+	if c.resumeAt != nil && !c.resumeAt.allAnswered(c) {
+		return // a restart: everyone is asked to resume first
+	}
 	if c.waiting && !c.paused && c.quorate() {
 		c.waiting = false
 		c.nextRound()

@@ -153,6 +153,9 @@ func (c *Coordinator) receive(k int, m Message) error {
 	if m.Kind == KindError {
 		return c.quit(k, m.Err)
 	}
+	if m.Kind == KindResumed {
+		return c.resumedIn(k, m)
+	}
 	if m.Kind == KindSwitchShares {
 		return c.switchIn(k, m)
 	}

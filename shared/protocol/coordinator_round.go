@@ -37,6 +37,7 @@ func (c *Coordinator) nextRound() {
 		return
 	}
 	c.round++
+	c.resumeAt = nil // resuming is for the restored boundary only
 	c.flow = roundFlow{}
 	c.cur.Round = c.round
 	if c.cur.Seconds == nil {

@@ -49,6 +49,10 @@ const (
 	KindPrepPart Kind = "prep-part" // sealed label codes (Sealed) and column statistics (Alpha)
 	KindPrep     Kind = "prep"      // their sums on the client's samples and columns
 
+	// After a server's restart: whether the participant resumed at the
+	// boundary the server was restored at (Setup.Resume).
+	KindResumed Kind = "resumed"
+
 	// Threshold keys (Config.Keys): the key setup before the first round
 	// and the switching of every sum the coordinator hands a participant
 	// (docs/encryption.md, "Threshold keys in the protocol"). Keys carries
@@ -278,7 +282,12 @@ type Setup struct {
 	// Magnitudes each feature's power-of-two bound over every holder.
 	// Intercept lists the local groups whose samples take the intercept
 	// from this participant (one holder a group).
-	Prepare    bool  `json:",omitempty"`
+	Prepare bool `json:",omitempty"`
+	// Resume (a server restored at a round boundary, Round): restore the
+	// state kept at that boundary and answer resumed, Applied saying
+	// whether it could.
+	Resume     bool  `json:",omitempty"`
+	Round      int   `json:",omitempty"`
 	StatSlots  []int `json:",omitempty"`
 	Magnitudes []int `json:",omitempty"`
 	Intercept  []int `json:",omitempty"`

@@ -73,6 +73,11 @@ type Participant struct {
 	raw      *partition.Block
 	excluded []bool
 	maps     []schema.Map
+	// lastRound is the last round a message came from; boundaries the
+	// state kept at the last few round boundaries (participant_resume.go).
+	lastRound  int
+	boundaries []boundary
+	resumeAt   int // a setup's boundary to resume, -1: none
 }
 
 // beforeSetup reports whether a participant takes a message of kind k
@@ -92,7 +97,7 @@ func NewParticipant(b *partition.Block, s secret.Secret, key seal.Key) (*Partici
 	if err := b.Validate(); err != nil {
 		return nil, fmt.Errorf("participant: %w", err)
 	}
-	p := &Participant{block: b, secret: s, key: key}
+	p := &Participant{block: b, secret: s, key: key, resumeAt: -1}
 	if b.Raw != nil {
 		p.raw = b
 	}
@@ -146,6 +151,7 @@ func (p *Participant) Handle(m Message) ([]Message, error) {
 	if err := finiteFields(m); err != nil {
 		return nil, fmt.Errorf("participant: %w", err)
 	}
+	p.markRound(m)
 	switch m.Kind {
 	case KindSetup:
 		return p.onSetup(m)

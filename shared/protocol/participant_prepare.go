@@ -134,7 +134,7 @@ func (p *Participant) onPrep(m Message) ([]Message, error) {
 	}
 	p.block = block
 	out, err := p.setupData()
-	if err != nil || len(out) == 0 {
+	if err != nil || len(out) == 0 || out[0].Kind != KindNormsPart {
 		return out, err
 	}
 	out[0].Labels = counts

@@ -39,6 +39,11 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 			return nil, fmt.Errorf("participant: setup: sample %d has group %d, %d holders", i, g, s.Holders[i])
 		}
 	}
+	p.resumeAt = -1
+	if s.Resume {
+		p.keepBoundary() // the state as it stands may be the boundary asked for
+		p.resumeAt = s.Round
+	}
 	p.setup, p.loss, p.rule = s, l, participantRuleFor(cfg)
 	p.lambdaN = cfg.Lambda * float64(s.NumTrain)
 	p.ready = false
@@ -96,6 +101,13 @@ func (p *Participant) setupData() ([]Message, error) {
 	}
 	if err := p.checkBias(); err != nil {
 		return nil, err
+	}
+	if p.resumeAt >= 0 {
+		// A restarted server asks for the boundary it was restored at.
+		ok := p.resumeBoundary(p.resumeAt)
+		r := p.resumeAt
+		p.resumeAt = -1
+		return []Message{{Kind: KindResumed, Round: r, Applied: ok}}, nil
 	}
 	if !s.SendNorms {
 		return nil, nil

@@ -210,6 +210,9 @@ func fields(m *Message) string {
 		if s.SendNorms {
 			f = append(f, "send-norms")
 		}
+		if m.Setup.Resume {
+			add("resume", strconv.Itoa(m.Setup.Round))
+		}
 	}
 	if m.Client != 0 {
 		add("client", strconv.Itoa(m.Client))

@@ -102,8 +102,9 @@ var fatalCodes = map[string]bool{
 
 // Run takes part in the federation of the link with one block until it
 // finishes: it registers, answers every message, and after a lost
-// connection comes back with its session token (a fresh participant: the
-// server sets it up again and refreshes its dual values).
+// connection comes back with its session token (a fresh participant that
+// keeps the last round boundaries: a restarted server resumes one of them,
+// any other sets it up again and refreshes its dual values).
 func Run(ctx context.Context, l Link, b *partition.Block, o Options) (*Result, error) {
 	if o.Dial == nil {
 		return nil, errors.New("session: no dialer")
@@ -133,11 +134,14 @@ func Run(ctx context.Context, l Link, b *partition.Block, o Options) (*Result, e
 	res := &Result{Session: o.Session, KeyState: o.KeyState}
 	lastOK := time.Now()
 	backoff := 100 * time.Millisecond
+	var prev *protocol.Participant
 	for attempt := 0; ; attempt++ {
 		p, err := protocol.NewParticipant(b, l.Secret, key)
 		if err != nil {
 			return res, err
 		}
+		p.TakeBoundaries(prev)
+		prev = p
 		if res.KeyState != nil {
 			// A threshold key's party outlives the connection: the
 			// coordinator asks a returning participant back into the key,
