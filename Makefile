@@ -158,7 +158,8 @@ run: build data
 	rm -rf $(CACHE)/run  # a fresh demo each time (older demo federations would wait forever)
 	$(BIN) serve --addr $(ADDR) --data-dir $(CACHE)/run --demo --demo-rounds 300
 
-# The README's convergence table (long: hours on 2 cores).
+# The Fashion-MNIST convergence table, docs/results.md (long: hours on 2 cores;
+# the dated run is docs/results/2026-11-23-fashion-mnist-table.md).
 results: build data
 	./docs/results.sh > docs/results.md
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Makes the convergence table of the README again: HyFDCA with the default
+# Makes the Fashion-MNIST convergence table again: HyFDCA with the default
 # step (block) and the published one (paper, IIC tuned by a small random
 # search as in the HyFDCA paper's supplement, sec. 2.3) on Fashion-MNIST,
-# lambda 1e-3. The README's table is the run of 2026-11-23, with the step
+# lambda 1e-3. The dated table is the run of 2026-11-23, with the step
 # that was the default then (hyfed, since retired and refused):
 # docs/results/2026-11-23-fashion-mnist-table.md.
 # Usage: docs/results.sh [rounds] > docs/results.md   (about 70 minutes on 2 cores)

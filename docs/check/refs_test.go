@@ -1,5 +1,7 @@
-// Package check holds a test that the repository's Markdown files refer to
-// things that exist. It has no code of its own: `go test ./docs/check` (and
+// Package check holds the tests that the repository's Markdown files refer
+// to things that exist (this file) and that every command the README shows
+// runs from a fresh clone (readme_test.go). It has no code of its own:
+// `go test ./docs/check` (and
 // so `go test ./...` and `make test`) reads every *.md file of the
 // repository (README.md, docs/**, e2e/README.md, wasmclient/README.md, ...;
 // not what .gitignore leaves out, nor node_modules or testdata) and fails
