@@ -66,44 +66,6 @@ func (m *meddler) Write(ctx context.Context, f []byte) error {
 	if err != nil {
 		return err
 	}
-	if msg.Round == 4 && msg.Kind == protocol.KindDirPart && m.once("dir-part") {
-		bad := msg
-		bad.DW = bad.DW[:len(bad.DW)-1] // a wrong length: bad-field
-		m.send(ctx, bad)
-	}
-	if msg.Round == 4 && (msg.Kind == protocol.KindDelta || msg.Kind == protocol.KindGramPart) && len(msg.Sealed) > 0 && m.once("delta") {
-		bad := msg
-		bad.Sealed = seal.Vec{}
-		for ci, c := range msg.Sealed {
-			other := 0 // a chunk of samples (or a Gram of a group) it does not hold: bad-field
-			if ci == 0 {
-				other = 1
-			}
-			bad.Sealed[other] = c
-			break
-		}
-		m.send(ctx, bad)
-	}
-	if msg.Round == 5 && (msg.Kind == protocol.KindIPPart || msg.Kind == protocol.KindGramPart) && len(msg.Sealed) > 0 && m.once("short") {
-		bad := msg
-		bad.Sealed = seal.Vec{}
-		for ci, c := range msg.Sealed {
-			// a chunk one value short of its layout: it would not add to
-			// the other holders' (bad-field)
-			n := seal.Len(m.scheme, c)
-			if n < 2 {
-				continue
-			}
-			short, err := seal.Trim(m.scheme, c, n-1)
-			if err != nil {
-				panic(err)
-			}
-			bad.Sealed[ci] = short
-		}
-		if len(bad.Sealed) > 0 {
-			m.send(ctx, bad)
-		}
-	}
 	if err := m.Conn.Write(ctx, f); err != nil {
 		return err
 	}
@@ -133,10 +95,11 @@ func header(js string) []byte {
 }
 
 // TestBadMessagesChangeNothing: one participant's connection also carries
-// malformed, replayed, duplicated, out-of-phase and out-of-range messages.
-// Each gets its typed error, and the federation computes exactly what the
-// in-process experiment computes, round for round; what the server
-// received holds no plaintext data or sealed value.
+// malformed, replayed, duplicated and out-of-phase messages. Each gets its
+// typed error, and the federation computes exactly what the in-process
+// experiment computes, round for round; what the server received holds
+// no plaintext data or sealed value. (A malformed reply to the phase is
+// the participant's reply: TestBadRepliesDropTheParticipant.)
 func TestBadMessagesChangeNothing(t *testing.T) {
 	p := smallData(t)
 	o := experiment.Options{Partition: "grid:3,2", Seed: 3, PStar: 1, Config: protocol.Config{Lambda: 1e-2, Fraction: 1, Rounds: 12, IIC: 0.2}}
@@ -199,7 +162,7 @@ func TestBadMessagesChangeNothing(t *testing.T) {
 	if dials != 1 {
 		t.Fatalf("the meddling participant connected %d times: the server dropped it", dials)
 	}
-	wantCodes := map[string]int{protocol.CodeBadMessage: 3, protocol.CodeOutOfPhase: 4, protocol.CodeBadField: 3}
+	wantCodes := map[string]int{protocol.CodeBadMessage: 3, protocol.CodeOutOfPhase: 4, protocol.CodeBadField: 0}
 	got := map[string]int{}
 	for _, c := range med.codes {
 		got[c]++
@@ -436,5 +399,101 @@ func TestRefusedConnections(t *testing.T) {
 		if !sameFloat(float64(r.Primal), want[i].Primal) {
 			t.Fatalf("%s; in-process %v", fmtRound(r), want[i].Primal)
 		}
+	}
+}
+
+// shortReplies wraps a participant's connection and cuts one value off
+// every direction share it sends from round 3 on: a reply of the wrong
+// length, refused as its reply.
+type shortReplies struct {
+	session.Conn
+	scheme seal.Scheme
+}
+
+func (c *shortReplies) Write(ctx context.Context, f []byte) error {
+	m, err := protocol.DecodeMessage(c.scheme, f, protocol.DefaultLimits)
+	if err == nil && m.Kind == protocol.KindDirPart && m.Round >= 3 && len(m.DW) > 1 {
+		m.DW = m.DW[:len(m.DW)-1]
+		if f, err = protocol.EncodeMessage(c.scheme, m); err != nil {
+			return err
+		}
+	}
+	return c.Conn.Write(ctx, f)
+}
+
+// TestBadRepliesDropTheParticipant: a participant whose replies to its
+// phase are malformed (a wrong length) is told so and sent away at once, not waited for until
+// the deadline; it comes back and is refreshed, and its third refused
+// reply drops it for good: named with the reason on the status, refused
+// when it returns, while the others train to the end.
+func TestBadRepliesDropTheParticipant(t *testing.T) {
+	p := smallData(t)
+	ts := startServer(t, t.TempDir())
+	sec := secret.FromSeed(3)
+	const rounds = 12
+	// Quorum 1: the rounds wait for the meddler to come back.
+	l, fed := ts.create(t, CreateRequest{RoundTimeout: Duration(time.Minute),
+		Config: protocol.Config{Lambda: 1e-2, Rounds: rounds, IIC: 0.2, Quorum: 1, Seed: 3, Clients: len(p.Blocks), NumFeatures: p.Data.M()}}, sec, "bgv")
+	scheme, _ := seal.ByName("bgv")
+	base := dialer()
+	dials := 0
+	evil := func(ctx context.Context, url string, protos []string) (session.Conn, error) {
+		c, err := base(ctx, url, protos)
+		if err != nil {
+			return nil, err
+		}
+		dials++
+		return &shortReplies{Conn: c, scheme: scheme}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	errs := make([]error, len(p.Blocks))
+	var wg sync.WaitGroup
+	for i, b := range blockPtrs(p.Blocks) {
+		dial := base
+		if i == 2 {
+			dial = evil
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = session.Run(ctx, l, b, session.Options{Dial: dial, RetryFor: 10 * time.Second})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (err != nil) != (i == 2) {
+			t.Fatalf("participant %d: %v", i, err)
+		}
+	}
+	if !strings.Contains(errs[2].Error(), "dropped") {
+		t.Fatalf("the meddler ended with %v, want it dropped", errs[2])
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("took %v: a refused reply waited for the deadline", took)
+	}
+	st := ts.status(t, fed.ID)
+	if st.State != "finished" || len(st.History) != rounds+1 {
+		t.Fatalf("state %s, %d rounds", st.State, len(st.History))
+	}
+	var dropped []ParticipantView
+	for _, pv := range st.Participants {
+		if pv.State == "dropped" {
+			dropped = append(dropped, pv)
+		}
+	}
+	if len(dropped) != 1 || !strings.Contains(dropped[0].Reason, "3 replies refused") {
+		t.Fatalf("dropped %+v, want the meddler alone, with the reason", dropped)
+	}
+	named := false
+	for _, n := range st.Notices {
+		named = named || strings.Contains(n, dropped[0].Name+" was dropped")
+	}
+	if !named {
+		t.Fatalf("notices %q do not name %s", st.Notices, dropped[0].Name)
+	}
+	if dials != 3 {
+		t.Fatalf("the meddler connected %d times, want 3: sent away twice, then dropped", dials)
 	}
 }

@@ -508,6 +508,9 @@ func (f *federation) status() Status {
 		if k < len(infos) && infos[k].Registered {
 			ci := infos[k]
 			pv.Samples, pv.Features, pv.Active, pv.State = ci.Samples, ci.Features, ci.Active, participantState(ci, f.finished)
+			if ci.Dropped != "" {
+				pv.State, pv.Reason = "dropped", ci.Dropped
+			}
 		} else if k < len(infos) && infos[k].Refused != "" {
 			pv.State, pv.Reason = "refused", infos[k].Refused
 		}

@@ -252,6 +252,10 @@ type roundState struct {
 type clientFlags struct {
 	Stale, Returned bool
 	WHeld           int
+	// Its strikes, refused messages and why it was dropped
+	// (coordinator_strikes.go): they outlive a restart.
+	Strikes, Rejected int
+	Dropped           string
 }
 
 // EnableCheckpoints makes the coordinator capture its state at every round
@@ -278,7 +282,8 @@ func (c *Coordinator) checkpoint() *Checkpoint {
 		rc.alpha[ci] = ch
 	}
 	for _, cs := range c.clients {
-		rc.rs.Flags = append(rc.rs.Flags, clientFlags{Stale: cs.stale, Returned: cs.returned, WHeld: cs.wHeld})
+		rc.rs.Flags = append(rc.rs.Flags, clientFlags{Stale: cs.stale, Returned: cs.returned, WHeld: cs.wHeld,
+			Strikes: cs.strikes, Rejected: cs.rejected, Dropped: cs.dropped})
 		rc.rs.HatW = append(rc.rs.HatW, slices.Clone(cs.hatW))
 		rc.sealedW = append(rc.sealedW, cs.sealedW)
 		rc.rs.LocalSteps = append(rc.rs.LocalSteps, cs.localSteps)
@@ -411,6 +416,10 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 			continue
 		}
 		cs.stale, cs.returned = true, true
+		if k < len(rs.Flags) {
+			f := rs.Flags[k]
+			cs.strikes, cs.rejected, cs.dropped = f.Strikes, f.Rejected, f.Dropped
+		}
 		if k < len(rs.LocalSteps) {
 			cs.localSteps = rs.LocalSteps[k]
 		}

@@ -71,6 +71,11 @@ type clientState struct {
 	// refused says why the federation turned the participant away (its
 	// registration is forgotten)
 	refused string
+	// strikes counts its refused and missed replies, rejected its other
+	// refused messages; dropped says why it was dropped for good
+	// (coordinator_strikes.go). All three outlive its connections.
+	strikes, rejected int
+	dropped           string
 }
 
 type group struct {
@@ -146,7 +151,10 @@ type Coordinator struct {
 	// left); w is opened again before the next step.
 	wStale    bool
 	phaseGrid []float64 // the candidate steps being priced (nil: just metrics)
-	gammaMax  float64   // the largest step the round's direction allows
+	// phaseReport: the local groups each participant reports in the
+	// metrics being priced.
+	phaseReport map[int][]int
+	gammaMax    float64 // the largest step the round's direction allows
 	// block step: the measured CoCoA+ scale for the next round (0: none
 	// yet) and, per group, the factor on its summed partial Grams
 	// (checkpointed); dealt marks the groups whose holders share features.
@@ -381,20 +389,22 @@ type ClientInfo struct {
 	Features   int
 	Active     bool // drawn active in the current round
 	// Refused says why the federation turned the participant away before
-	// its first round ("" if it did not).
-	Refused string
+	// its first round ("" if it did not); Dropped why it dropped it for
+	// good after.
+	Refused, Dropped string
 }
 
 // Clients describes every participant index handed out so far.
 func (c *Coordinator) Clients() []ClientInfo {
 	out := make([]ClientInfo, len(c.clients))
 	for k, cs := range c.clients {
-		out[k].Refused = cs.refused
+		out[k].Refused, out[k].Dropped = cs.refused, cs.dropped
 		if cs.hello == nil {
 			continue
 		}
 		out[k] = ClientInfo{Registered: true, Connected: cs.connected, Ready: cs.ready && !cs.returned,
-			Samples: len(cs.hello.Pseudonyms), Features: len(cs.hello.Features), Active: cs.activeRound}
+			Samples: len(cs.hello.Pseudonyms), Features: len(cs.hello.Features), Active: cs.activeRound,
+			Refused: cs.refused, Dropped: cs.dropped}
 	}
 	return out
 }

@@ -133,6 +133,7 @@ func (c *Coordinator) gramsIn(p *phaseState) {
 	c.flow.targets = targets
 	c.flow.groupSteps = c.groupStepsApply()
 	report := c.reporters(targets)
+	c.flow.report = report
 	sigma := float64(len(c.updating))
 	if c.sigma > 0 {
 		sigma = math.Min(sigma, c.sigma)
@@ -227,6 +228,7 @@ func (c *Coordinator) solvedIn(p *phaseState) {
 		}
 	}
 	report := c.reporters(targets)
+	c.flow.report = report
 	for _, k := range targets {
 		cs := c.clients[k]
 		m := Message{Kind: KindDirection, Round: c.round, Sealed: seal.Restrict(c.scheme, d, cs.slots), Report: report[k],

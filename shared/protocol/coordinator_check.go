@@ -25,8 +25,13 @@ func (c *Coordinator) check(k int, m Message) error {
 			if len(m.HatW) != 0 || len(m.DW) != 0 {
 				return fmt.Errorf("%s: plaintext primal values under sealed primal", m.Kind)
 			}
-			if err := finite("DConj", m.DConj); err != nil {
+			if err := finite("DConj", m.DConj, m.DConjCentered); err != nil {
 				return err
+			}
+			if m.Kind == KindDirPart {
+				if err := c.checkDirValues(k, m); err != nil {
+					return err
+				}
 			}
 			return c.checkFeatureChunks(k, m)
 		}
@@ -86,7 +91,10 @@ func (c *Coordinator) check(k int, m Message) error {
 		if err := finite("DW", m.DW...); err != nil {
 			return err
 		}
-		return finite("DConj", m.DConj)
+		if err := finite("DConj", m.DConj, m.DConjCentered); err != nil {
+			return err
+		}
+		return c.checkDirValues(k, m)
 	case KindPrepPart:
 		if err := c.checkPrepPart(k, m); err != nil {
 			return err
@@ -110,7 +118,7 @@ func (c *Coordinator) check(k int, m Message) error {
 			return fmt.Errorf("metrics: counts out of range")
 		}
 		for i := 0; i < n; i++ {
-			if m.GridTrainOK[i] < 0 || m.GridHeldOK[i] < 0 || m.GridTrainOK[i] > m.TrainN || m.GridHeldOK[i] > m.HeldN {
+			if m.GridTrainOK[i] < 0 || m.GridHeldOK[i] < 0 {
 				return fmt.Errorf("metrics: counts out of range")
 			}
 		}
@@ -120,7 +128,10 @@ func (c *Coordinator) check(k int, m Message) error {
 		if err := finite("GridWDot", m.GridWDot...); err != nil {
 			return err
 		}
-		return finite("GridConj", m.GridConj...)
+		if err := finite("GridConj", m.GridConj...); err != nil {
+			return err
+		}
+		return c.checkMetricValues(k, m)
 	}
 	for ci := range m.Sealed {
 		if !cs.chunks[ci] {

@@ -52,6 +52,9 @@ func (c *Coordinator) connect(k int, h Message) error {
 		if cs == nil || cs.hello == nil {
 			return Errorf(CodeStarted, "the federation has started without this participant")
 		}
+		if cs.dropped != "" {
+			return Errorf(CodeDropped, "the federation dropped this participant: %s", cs.dropped)
+		}
 		if cs.connected {
 			return Errorf(CodeOutOfPhase, "client %d: already connected", k)
 		}
@@ -156,7 +159,7 @@ func checkHello(h *Message) error {
 func (c *Coordinator) numRegistered() int {
 	n := 0
 	for _, x := range c.clients {
-		if x.hello != nil {
+		if x.hello != nil && x.dropped == "" {
 			n++
 		}
 	}

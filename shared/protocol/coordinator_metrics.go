@@ -81,8 +81,9 @@ func (c *Coordinator) record(replies map[int]Message, gi int, partial bool) {
 	r.Gap = r.Primal - r.Dual
 	r.TrainAcc = float64(trainOK) / math.Max(1, float64(trainN))
 	r.HeldAcc = float64(heldOK) / math.Max(1, float64(heldN))
-	if trainN != c.numTrain {
-		// Some group had no holder to report: the dual misses its terms.
+	if trainN != c.numTrain || c.holderDropped() {
+		// Some group had no holder to report, or lost one for good (its
+		// margins miss that holder's features): the sums miss terms.
 		partial = true
 		r.Dual = math.NaN()
 	}
@@ -142,7 +143,7 @@ func (c *Coordinator) returnSums(p *phaseState, grid []float64, withAlpha bool) 
 		return nil, false
 	}
 	report := c.reporters(got)
-	c.phaseGrid = grid
+	c.phaseGrid, c.phaseReport = grid, report
 	for _, k := range got {
 		slots := c.clients[k].slots
 		m := Message{Kind: KindIP, Round: c.round, Sealed: seal.Restrict(c.scheme, sum, slots), Report: report[k], Grid: grid}

@@ -171,7 +171,7 @@ func (c *Coordinator) receive(k int, m Message) error {
 		return Errorf(CodeOutOfPhase, "unexpected %q for round %d: the federation is in round %d and waits for %s", m.Kind, m.Round, c.round, want)
 	}
 	if err := c.check(k, m); err != nil {
-		return err
+		return &badReply{err}
 	}
 	if p.summed && len(m.Sealed) > 0 {
 		// check has taken the chunks apart already: an error here is the
@@ -216,7 +216,9 @@ func (c *Coordinator) expire() {
 	}
 	late := sortedSet(p.waiting)
 	for _, k := range late {
-		c.deadlineDrop(p, k, fmt.Sprintf("no %s reply before the deadline of round %d", p.reply, c.round))
+		if !c.missed(p, k) {
+			c.deadlineDrop(p, k, fmt.Sprintf("no %s reply before the deadline of round %d", p.reply, c.round))
+		}
 	}
 	for _, k := range late {
 		if c.finished {

@@ -60,7 +60,7 @@ func (c *Coordinator) resumedIn(k int, m Message) error {
 // has answered.
 func (rs *resumeState) allAnswered(c *Coordinator) bool {
 	for k, cs := range c.clients {
-		if cs.hello == nil {
+		if cs.hello == nil || cs.dropped != "" {
 			continue
 		}
 		if _, ok := rs.answered[k]; !ok || !cs.connected {

@@ -57,10 +57,11 @@ func (c *Coordinator) nextRound() {
 // trialSumsIn, trialMetricsIn, then applyPhase and finishRound); the
 // handlers take what earlier phases found from here.
 type roundFlow struct {
-	targets []int     // the updating groups' holders that answered the step
-	u       []float64 // the round's primal direction (nil: nothing moves)
-	grid    []float64 // the candidate steps the label holders price
-	partial bool      // a participant is missing from the round's metrics
+	targets []int         // the updating groups' holders that answered the step
+	report  map[int][]int // the local groups each reports in the direction
+	u       []float64     // the round's primal direction (nil: nothing moves)
+	grid    []float64     // the candidate steps the label holders price
+	partial bool          // a participant is missing from the round's metrics
 	metrics map[int]Message
 	// GroupSteps (groupstep.go): the round's groups also solved against
 	// their centered Grams; scale holds each updating holder's group's

@@ -87,6 +87,7 @@ const (
 	CodeAbuse             = "abuse"              // too many rejected messages: disconnected
 	CodeReplaced          = "replaced"           // the same session connected again elsewhere
 	CodeBusy              = "busy"               // the server is at a limit: try again shortly
+	CodeDropped           = "dropped"            // the federation dropped the participant for good (an impossible value, too many failed replies)
 )
 
 // A participant's websocket offers two subprotocols: SocketProtocol and

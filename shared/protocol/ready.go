@@ -75,7 +75,7 @@ func (c *Coordinator) Step(in Input) Ready {
 	case InputMessage:
 		c.cur.BytesIn += in.Msg.WireSize(c.scheme)
 		if err := c.receive(in.From, in.Msg); err != nil {
-			c.reject(in.From, err)
+			c.refused(in.From, in.Msg, err)
 		}
 	case InputLeave:
 		c.disconnect(in.From)

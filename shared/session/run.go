@@ -97,7 +97,7 @@ var ErrKeyMode = errors.New("key mode")
 var fatalCodes = map[string]bool{
 	protocol.CodeWrongSecret: true, protocol.CodeBadInvite: true, protocol.CodeUnknownFederation: true,
 	protocol.CodeUnknownSession: true, protocol.CodeStarted: true, protocol.CodeSchema: true,
-	protocol.CodeStopped: true, protocol.CodeAbuse: true,
+	protocol.CodeStopped: true, protocol.CodeAbuse: true, protocol.CodeDropped: true,
 }
 
 // Run takes part in the federation of the link with one block until it

@@ -586,7 +586,7 @@
       box.appendChild(d);
     };
     add('alert fed-warnings', 'Warning: training did not go as it should', s.warnings);
-    add('note fed-notices', 'The federation refused a participant', s.notices);
+    add('note fed-notices', 'The federation refused or dropped a participant', s.notices);
     if (s.left_out) add('note fed-left-out', 'Left out', [leftOutText(s)]);
     box.hidden = !box.childNodes.length;
   }
