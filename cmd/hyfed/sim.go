@@ -149,5 +149,8 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
-	return printJSON(stdout, s)
+	if err := printJSON(stdout, s); err != nil {
+		return err
+	}
+	return learned(ctx, l, stderr)
 }
