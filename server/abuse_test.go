@@ -13,13 +13,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/hyfed/hyfed/shared/curious"
+	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/seal"
 	"github.com/hyfed/hyfed/shared/secret"
+	"github.com/hyfed/hyfed/shared/session"
 )
 
 // The probes of the hardening issue, each replayed against a real server
@@ -541,5 +547,267 @@ func TestPanicFailsOnlyItsFederation(t *testing.T) {
 	}
 	if st := ts.status(t, b); st.State != "waiting" {
 		t.Fatalf("the other federation: %s", st.State)
+	}
+}
+
+// helloFrame is the encoded hello of block b under secret s.
+func helloFrame(t *testing.T, s secret.Secret, b *partition.Block) []byte {
+	t.Helper()
+	p, err := protocol.NewParticipant(b, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := protocol.EncodeMessage(nil, p.Hello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// registerRaw registers block b through a raw socket with the invite and
+// returns the socket after the welcome, or the error code the server
+// answered with and its text.
+func registerRaw(t *testing.T, l session.Link, s secret.Secret, b *partition.Block) (*websocket.Conn, string, string) {
+	t.Helper()
+	ws := rawDial(t, l.SocketURL(), l.SocketProtocols(""), nil)
+	ws.WriteMessage(websocket.BinaryMessage, helloFrame(t, s, b))
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, f, err := ws.ReadMessage()
+		if err != nil {
+			t.Fatalf("registering: %v", err)
+		}
+		m, err := protocol.DecodeMessage(nil, f, protocol.DefaultLimits)
+		if err != nil {
+			t.Fatalf("registering: %v", err)
+		}
+		switch m.Kind {
+		case protocol.KindWelcome:
+			ws.SetReadDeadline(time.Time{})
+			return ws, "", ""
+		case protocol.KindError:
+			return nil, m.Code, m.Err
+		}
+	}
+}
+
+// Probe 7: one invite is shared by every party, so the seats it registers
+// are bounded: by max_participants if the organizer declared it, else by
+// min_participants under an automatic start (which those start; one who
+// left before gives its place up), else by the server's limit.
+func TestProbeSeatsPerInvite(t *testing.T) {
+	p := smallData(t)
+	ts := startServer(t, t.TempDir())
+	sec := secret.FromSeed(4)
+	cfg := protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Rounds: 3, Clients: 2, NumFeatures: p.Data.M()}
+	for _, tc := range []struct {
+		name string
+		req  CreateRequest
+		code int
+	}{
+		{"fewer than min_participants", CreateRequest{Config: cfg, ManualStart: true, MaxParticipants: 1}, 400},
+		{"more than the server's limit", CreateRequest{Config: cfg, ManualStart: true, MaxParticipants: Defaults.MaxParticipants + 1}, 400},
+	} {
+		tc.req.Fingerprint = sec.Fingerprint()
+		if code := ts.call(t, "POST", "/api/federations", "", tc.req, nil); code != tc.code {
+			t.Errorf("%s: HTTP %d, want %d", tc.name, code, tc.code)
+		}
+	}
+	full := func(code, msg string, n int) {
+		t.Helper()
+		if want := fmt.Sprintf("the federation is full (%d participants)", n); code != protocol.CodeStarted || msg != want {
+			t.Fatalf("a registration past the seats: %q %q, want %q %q", code, msg, protocol.CodeStarted, want)
+		}
+	}
+
+	// Manual start, 3 declared: a fourth is refused, also while one of
+	// the three is away (its token may bring it back).
+	l, fed := ts.create(t, CreateRequest{Config: cfg, ManualStart: true, MaxParticipants: 3}, sec, "bgv")
+	var held []*websocket.Conn
+	for i := range 3 {
+		ws, code, msg := registerRaw(t, l, sec, &p.Blocks[i])
+		if ws == nil {
+			t.Fatalf("seat %d: %s %s", i, code, msg)
+		}
+		held = append(held, ws)
+	}
+	_, code, msg := registerRaw(t, l, sec, &p.Blocks[3])
+	full(code, msg, 3)
+	held[0].Close()
+	f := ts.Server.federation(fed.ID)
+	waitFor(t, "the closed seat to be away", 10*time.Second, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		_, connected := f.coord.Seats()
+		return connected == 2
+	})
+	_, code, msg = registerRaw(t, l, sec, &p.Blocks[3])
+	full(code, msg, 3)
+
+	// Automatic start at 3: a seat left before the start gives its place
+	// to the next; once started with 3, a fourth is refused.
+	l, fed = ts.create(t, CreateRequest{Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Rounds: 3, Clients: 3, NumFeatures: p.Data.M()}}, sec, "bgv")
+	f = ts.Server.federation(fed.ID)
+	first, _, _ := registerRaw(t, l, sec, &p.Blocks[0])
+	if _, code, msg := registerRaw(t, l, sec, &p.Blocks[1]); code != "" {
+		t.Fatalf("second seat: %s %s", code, msg)
+	}
+	first.Close()
+	waitFor(t, "the first seat to be away", 10*time.Second, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		_, connected := f.coord.Seats()
+		return connected == 1
+	})
+	for i := 2; i < 4; i++ {
+		if _, code, msg := registerRaw(t, l, sec, &p.Blocks[i]); code != "" {
+			t.Fatalf("seat %d after one left: %s %s", i, code, msg)
+		}
+	}
+	_, code, msg = registerRaw(t, l, sec, &p.Blocks[4])
+	full(code, msg, 3)
+}
+
+// Probe 8: a registered participant's frames are bounded by what it may
+// send. Before the start it has nothing to send but an error: a 1 MiB
+// frame is read no further than that bound and closed as too-large (close
+// 1009), a strike. Three strikes and its session is refused.
+func TestProbeRegisteredFrameBeforeTheStart(t *testing.T) {
+	p := smallData(t)
+	ts := startServer(t, t.TempDir())
+	sec := secret.FromSeed(5)
+	l, fed := ts.create(t, CreateRequest{Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Rounds: 3, Clients: 2, NumFeatures: p.Data.M()}, ManualStart: true}, sec, "bgv")
+	var session string
+	for strike := 1; strike <= maxFrameStrikes+1; strike++ {
+		protos := l.SocketProtocols(session)
+		ws := rawDial(t, l.SocketURL(), protos, nil)
+		ws.WriteMessage(websocket.BinaryMessage, helloFrame(t, sec, &p.Blocks[0]))
+		ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, f, err := ws.ReadMessage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := protocol.DecodeMessage(nil, f, protocol.DefaultLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strike > maxFrameStrikes {
+			if m.Kind != protocol.KindError || m.Code != protocol.CodeAbuse {
+				t.Fatalf("after %d strikes: %s %q %s, want refused as %q", maxFrameStrikes, m.Kind, m.Code, m.Err, protocol.CodeAbuse)
+			}
+			break
+		}
+		if m.Kind != protocol.KindWelcome {
+			t.Fatalf("strike %d: %s %s, want the welcome", strike, m.Kind, m.Err)
+		}
+		if session == "" {
+			session = m.Session
+		}
+		ws.WriteMessage(websocket.BinaryMessage, make([]byte, 1<<20))
+		expectError(t, ws, protocol.CodeTooLarge)
+		if _, _, err := ws.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+			t.Fatalf("strike %d: %v, want close 1009", strike, err)
+		}
+	}
+	f := ts.Server.federation(fed.ID)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := f.frameStrikes[0]; n != maxFrameStrikes {
+		t.Fatalf("%d strikes recorded, want %d", n, maxFrameStrikes)
+	}
+}
+
+// floodAfter is a participant's connection that, from the first message
+// of round from on, sends a frame of size bytes in place of each of its
+// replies (its hellos go as they are).
+type floodAfter struct {
+	session.Conn
+	from, size int
+	on         *atomic.Bool
+	wrote      bool
+	scheme     seal.Scheme
+}
+
+func (c *floodAfter) Read(ctx context.Context) ([]byte, error) {
+	f, err := c.Conn.Read(ctx)
+	if err == nil {
+		if m, derr := protocol.DecodeMessage(c.scheme, f, protocol.DefaultLimits); derr == nil && m.Round >= c.from {
+			c.on.Store(true)
+		}
+	}
+	return f, err
+}
+
+func (c *floodAfter) Write(ctx context.Context, f []byte) error {
+	if c.wrote && c.on.Load() {
+		f = make([]byte, c.size)
+	}
+	c.wrote = true
+	return c.Conn.Write(ctx, f)
+}
+
+// Probe 9: registered participants of a training federation send 63 MB
+// frames in place of their replies. Each is refused at its header
+// (nothing of it is read), closes only that connection and counts a
+// strike; three bar the participant. The others train to the last round.
+func TestProbeRegisteredBigFrames(t *testing.T) {
+	p, err := experiment.Prepare(experiment.Options{Data: "synthetic:320,12,1,0.05,3", Holdout: 0.2, Partition: "horizontal:8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, t.TempDir())
+	sec := secret.FromSeed(6)
+	const rounds = 400
+	l, fed := ts.create(t, CreateRequest{RoundTimeout: Duration(10 * time.Second),
+		Config: protocol.Config{Lambda: 1e-2, IIC: 0.2, Rounds: rounds, Quorum: 0.2, Clients: len(p.Blocks), NumFeatures: p.Data.M()}}, sec, "bgv")
+	scheme, _ := seal.ByName("bgv")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const attackers = 2
+	errs := make([]error, len(p.Blocks))
+	var wg sync.WaitGroup
+	for i := range p.Blocks {
+		dial := dialer()
+		if i >= len(p.Blocks)-attackers {
+			base, on := dial, new(atomic.Bool)
+			dial = func(ctx context.Context, url string, protos []string) (session.Conn, error) {
+				c, err := base(ctx, url, protos)
+				if err != nil {
+					return nil, err
+				}
+				return &floodAfter{Conn: c, from: 2, size: 63 << 20, on: on, scheme: scheme}, nil
+			}
+		}
+		welcomed := make(chan struct{})
+		var once sync.Once
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = session.Run(ctx, l, &p.Blocks[i], session.Options{Dial: dial, RetryFor: 20 * time.Second,
+				OnWelcome: func(string, string) { once.Do(func() { close(welcomed) }) }})
+		}()
+		<-welcomed
+	}
+	wg.Wait()
+	f := ts.Server.federation(fed.ID)
+	for i, err := range errs {
+		if i < len(p.Blocks)-attackers {
+			if err != nil {
+				t.Errorf("honest participant %d: %v", i, err)
+			}
+			continue
+		}
+		if protocol.ErrorCode(err) != protocol.CodeAbuse {
+			t.Errorf("flooding participant %d: %v, want refused as %q", i, err, protocol.CodeAbuse)
+		}
+		f.mu.Lock()
+		n := f.frameStrikes[i]
+		f.mu.Unlock()
+		if n != maxFrameStrikes {
+			t.Errorf("flooding participant %d: %d strikes, want %d", i, n, maxFrameStrikes)
+		}
+	}
+	if st := ts.status(t, fed.ID); st.State != "finished" || len(st.History) != rounds+1 {
+		t.Fatalf("federation %s after %d rounds, want finished after %d", st.State, len(st.History)-1, rounds)
 	}
 }

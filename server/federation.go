@@ -69,6 +69,14 @@ type federation struct {
 
 	// pending counts sockets not registered yet (Options.MaxPending).
 	pending pendingCount
+	// frameStrikes counts each participant's frames past its limit; at
+	// maxFrameStrikes its session is refused. limitSeq and limitChunks
+	// are the coordinator's PhaseSeq and MaxChunks the connections'
+	// limits were last set at, limitsFinal that every one was final then
+	// (setLimits).
+	frameStrikes          map[int]int
+	limitSeq, limitChunks int
+	limitsFinal           bool
 
 	loadOnce sync.Once
 	loaded   atomic.Bool // ensure ran: the coordinator and workers exist
@@ -260,18 +268,34 @@ func (f *federation) dispatch(envs []protocol.Envelope) {
 // it counts as abuse and is closed.
 const maxRejected = 16
 
-// abuseOf is abuse for a caller without f.mu.
-func (f *federation) abuseOf(c *conn, why string) {
+// maxFrameStrikes is how many frames past its limit a participant may
+// send, each closing its connection, before the server refuses its
+// session: an honest participant sends none.
+const maxFrameStrikes = 3
+
+// tooLarge closes a connection whose frame went past its participant's
+// limit and counts a strike against the participant.
+func (f *federation) tooLarge(c *conn, why string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.abuse(c, why)
+	if f.frameStrikes == nil {
+		f.frameStrikes = map[int]int{}
+	}
+	f.frameStrikes[c.client]++
+	f.disconnect(c, protocol.CodeTooLarge, fmt.Sprintf("%s (strike %d of %d)", why, f.frameStrikes[c.client], maxFrameStrikes))
 }
 
 // abuse closes a connection and takes its participant out of the round.
 // Called with f.mu held.
 func (f *federation) abuse(c *conn, why string) {
-	f.log.Warn("disconnecting abusive connection", "client", c.client, "name", f.name(c.client), "reason", why)
-	c.send(protocol.Message{Kind: protocol.KindError, Code: protocol.CodeAbuse, Close: true, Err: "disconnected: " + why})
+	f.disconnect(c, protocol.CodeAbuse, why)
+}
+
+// disconnect closes a connection with an error of code and takes its
+// participant out of the round. Called with f.mu held.
+func (f *federation) disconnect(c *conn, code, why string) {
+	f.log.Warn("disconnecting abusive connection", "client", c.client, "name", f.name(c.client), "code", code, "reason", why)
+	c.send(protocol.Message{Kind: protocol.KindError, Code: code, Close: true, Err: "disconnected: " + why})
 	if f.conns[c.client] == c {
 		delete(f.conns, c.client)
 		f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputLeave, From: c.client}))
@@ -287,11 +311,52 @@ func (f *federation) name(k int) string {
 }
 
 // apply sends what a Step of the coordinator produced and follows its
-// state: decode limits, checkpoints, round and phase events, the phase's
-// deadline, the end. Called with f.mu held.
+// state: frame and decode limits, checkpoints, round and phase events,
+// the phase's deadline, the end. Called with f.mu held.
 func (f *federation) apply(r protocol.Ready) {
+	f.setLimits(r)
 	f.dispatch(r.Envelopes)
 	f.follow(r)
+}
+
+// setLimits sets every connection's frame limit again when a phase has
+// started or the layout changed, before the envelopes that may need the
+// room go out; once every limit is final only a new layout changes them
+// (a connection gets its own as it registers). Called with f.mu held.
+func (f *federation) setLimits(r protocol.Ready) {
+	if r.MaxChunks == f.limitChunks && (r.PhaseSeq == f.limitSeq || f.limitsFinal) {
+		return
+	}
+	f.limitSeq, f.limitChunks = r.PhaseSeq, r.MaxChunks
+	f.limitsFinal = len(f.conns) > 0
+	for _, c := range f.conns {
+		if !f.setLimit(c) {
+			f.limitsFinal = false
+		}
+	}
+}
+
+// setLimit sets what c's participant may send (Coordinator.FrameLimit,
+// within Options.Limits.MaxBytes) and reports whether that is final.
+// Until then it only grows: a frame answering the layout before may still
+// come. Once final, the reader refuses a larger frame at its header.
+// Called with f.mu held.
+func (f *federation) setLimit(c *conn) bool {
+	most := int64(f.srv.opt.Limits.MaxBytes)
+	fl := f.coord.FrameLimit(c.client)
+	n := int64(fl.Bytes)
+	if n <= 0 || n > most {
+		n = most
+	}
+	ceiling := most
+	if fl.Final {
+		ceiling = n
+	} else {
+		n = max(n, c.limit.Load())
+	}
+	c.limit.Store(n)
+	c.ceiling.Store(ceiling)
+	return fl.Final
 }
 
 // follow is apply without the envelopes.
@@ -396,10 +461,16 @@ func (f *federation) register(c *conn, hello protocol.Message, a access) bool {
 	k, isNew := -1, false
 	switch a.role {
 	case roleSession:
+		if n := f.frameStrikes[a.client]; n >= maxFrameStrikes {
+			return refuse(protocol.CodeAbuse, fmt.Sprintf("this participant sent %d frames over what it may send: the server no longer admits it", n))
+		}
 		k = a.client
 	case roleInvite:
 		if len(f.names) >= f.srv.opt.MaxParticipants {
 			return refuse(protocol.CodeStarted, fmt.Sprintf("the federation is full (%d participants)", f.srv.opt.MaxParticipants))
+		}
+		if n, most := f.seats(); n >= most {
+			return refuse(protocol.CodeStarted, fmt.Sprintf("the federation is full (%d participants)", most))
 		}
 		k, isNew = len(f.names), true
 	default:
@@ -413,6 +484,7 @@ func (f *federation) register(c *conn, hello protocol.Message, a access) bool {
 		f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputLeave, From: k}))
 	}
 	c.client = k
+	c.limit.Store(0) // the hello's is no participant's
 	var tok string
 	var sm sessionMeta
 	if isNew {
@@ -457,10 +529,33 @@ func (f *federation) register(c *conn, hello protocol.Message, a access) bool {
 		c.send(protocol.Message{Kind: protocol.KindWelcome, Name: f.name(k)})
 	}
 	f.conns[k] = c
+	f.setLimit(c)
 	f.events.publish(event{Type: "participant", Name: f.name(k), State: "connected"})
 	f.log.Info("participant connected", "client", k, "name", f.name(k), "new", isNew)
 	f.apply(joined)
 	return true
+}
+
+// seats counts the seats the invite holds and bounds them: by the
+// participants the organizer declared (CreateRequest.MaxParticipants),
+// else under an automatic start by min_participants, else by the server's
+// limit. Under an automatic start a seat counts while connected (one left
+// before the start gives its place to the next and is forgotten at the
+// start); under a manual start every registration counts, as its token
+// may come back. Called with f.mu held.
+func (f *federation) seats() (taken, most int) {
+	registered, connected := f.coord.Seats()
+	most = f.srv.opt.MaxParticipants
+	switch {
+	case f.meta.MaxParticipants > 0:
+		most = f.meta.MaxParticipants
+	case f.meta.AutoStart:
+		most = f.meta.Config.Clients
+	}
+	if f.meta.AutoStart {
+		return connected, most
+	}
+	return registered, most
 }
 
 // receive hands a decoded message to the coordinator.

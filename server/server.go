@@ -265,6 +265,12 @@ type CreateRequest struct {
 	protocol.Config
 	ManualStart  bool     `json:"manual_start"` // the organizer starts it, not the last registration
 	RoundTimeout Duration `json:"round_timeout"`
+	// MaxParticipants, if set, is the most participants the invite may
+	// register (at least min_participants): past it a registration is
+	// refused, "the federation is full". 0: min_participants under an
+	// automatic start (which those start), the server's limit under a
+	// manual one.
+	MaxParticipants int `json:"max_participants,omitempty"`
 	// Fingerprint is the key fingerprint of the organizer's secret: only
 	// participants holding that secret are admitted.
 	Fingerprint string `json:"fingerprint"`
@@ -339,6 +345,9 @@ func (s *Server) create(req CreateRequest, creator string) (*CreateResponse, err
 	if req.Clients > s.opt.MaxParticipants {
 		return nil, fmt.Errorf("min_participants %d: this server admits at most %d per federation", req.Clients, s.opt.MaxParticipants)
 	}
+	if req.MaxParticipants != 0 && (req.MaxParticipants < req.Clients || req.MaxParticipants > s.opt.MaxParticipants) {
+		return nil, fmt.Errorf("max_participants %d: between min_participants (%d) and this server's limit (%d), or 0", req.MaxParticipants, req.Clients, s.opt.MaxParticipants)
+	}
 	if req.RoundTimeout == 0 {
 		req.RoundTimeout = Duration(time.Minute)
 	}
@@ -367,7 +376,7 @@ func (s *Server) create(req CreateRequest, creator string) (*CreateResponse, err
 	admin, viewer, invite := newToken(24), newToken(18), newToken(18)
 	m := meta{ID: strings.ToLower(newToken(9)), Name: req.Name, Created: time.Now().UTC(), Algo: cfg.Algo,
 		Scheme: scheme.Name(), Config: cfg, Fingerprint: req.Fingerprint, RoundTimeout: req.RoundTimeout,
-		AutoStart: !req.ManualStart, AdminHash: hashToken(admin), ViewerHash: hashToken(viewer),
+		AutoStart: !req.ManualStart, MaxParticipants: req.MaxParticipants, AdminHash: hashToken(admin), ViewerHash: hashToken(viewer),
 		InviteHash: hashToken(invite), Demo: req.Demo, PStar: req.PStar, Creator: creator}
 	m.ID = strings.NewReplacer("-", "x", "_", "y").Replace(m.ID)
 	f := newFederation(s, m, scheme)

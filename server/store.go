@@ -107,6 +107,9 @@ type meta struct {
 	AdminHash    string          `json:"admin_hash"`
 	ViewerHash   string          `json:"viewer_hash,omitempty"`
 	InviteHash   string          `json:"invite_hash"`
+	// MaxParticipants bounds the invite's registrations (0: none
+	// declared; CreateRequest.MaxParticipants).
+	MaxParticipants int `json:"max_participants,omitempty"`
 	// Sessions are the registrations of data directories written before
 	// they moved to sessions.jsonl (read, never written).
 	Sessions []sessionMeta `json:"sessions,omitempty"`

@@ -32,6 +32,7 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&r.BiasValue, "bias-value", 0, "the bias feature's value (0: the data has none)")
 	fs.IntVar(&r.Clients, "min-participants", 2, "registrations that start the federation")
 	fs.BoolVar(&r.ManualStart, "manual-start", false, "wait for the organizer's start (POST .../start) instead of --min-participants")
+	fs.IntVar(&r.MaxParticipants, "max-participants", 0, "the most participants the join link may register (0: --min-participants, or with --manual-start the server's limit)")
 	fs.DurationVar(&f.timeout, "round-timeout", time.Minute, "a phase that waits longer for replies goes on with whoever answered")
 	fs.IntVar(&r.NumFeatures, "num-features", 0, "feature count every block must have (0: whatever the first participant has)")
 	fs.StringVar(&f.schema, "schema", "", "the federation's schema (JSON: the id, label and feature columns, docs/own-data.md): participants then join with their own CSV files, read against it; the feature count and the intercept follow from it")

@@ -22,7 +22,7 @@
 //
 //	bench       time rounds at Fashion-MNIST scale, split by phase
 //	bench-net   time rounds of many participants on loopback websockets
-//	bench-abuse flood a server with creations and unauthenticated hellos
+//	bench-abuse flood a server with creations, hellos, and registered participants' big frames and reconnects
 //
 // 'hyfed <command> -h' lists a command's flags.
 package main
@@ -76,7 +76,7 @@ var commands = []command{
 
 	{"bench", "time rounds at Fashion-MNIST scale, split by phase", forBenchmarks, runBench},
 	{"bench-net", "time rounds of many participants on loopback websockets", forBenchmarks, runBenchNet},
-	{"bench-abuse", "flood a server with creations and unauthenticated hellos", forBenchmarks, runBenchAbuse},
+	{"bench-abuse", "flood a server with creations, hellos, and registered participants' big frames and reconnects", forBenchmarks, runBenchAbuse},
 }
 
 func usage(w io.Writer) {

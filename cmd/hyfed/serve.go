@@ -47,7 +47,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	origins := fs.String("allow-origin", "", "comma-separated origins the pages are served from, e.g. https://hyfed.example.org (pages of this server on localhost need none; '*': any)")
 	cert := fs.String("tls-cert", "", "TLS certificate file (with --tls-key: serve HTTPS)")
 	key := fs.String("tls-key", "", "TLS key file")
-	maxFrame := fs.Int("max-frame", 64<<20, "largest frame a participant may send, in bytes")
+	maxFrame := fs.Int("max-frame", 64<<20, "largest frame any participant may send, in bytes (each is held to what its participant may send: docs/security.md)")
 	d := server.Defaults
 	maxParts := fs.Int("max-participants", d.MaxParticipants, "registrations per federation")
 	createToken := fs.String("create-token", os.Getenv("HYFED_CREATE_TOKEN"), "bearer token required to create federations and list them (default $HYFED_CREATE_TOKEN; empty: one is made at start and printed in the create: link)")
