@@ -671,14 +671,15 @@ func TestProbeSeatsPerInvite(t *testing.T) {
 // Probe 8: a registered participant's frames are bounded by what it may
 // send. Before the start it has nothing to send but an error: a 1 MiB
 // frame is read no further than that bound and closed as too-large (close
-// 1009), a strike. Three strikes and its session is refused.
+// 1009), a strike. Three strikes and it is dropped: its session is refused.
 func TestProbeRegisteredFrameBeforeTheStart(t *testing.T) {
+	const strikes = 3 // the coordinator's
 	p := smallData(t)
 	ts := startServer(t, t.TempDir())
 	sec := secret.FromSeed(5)
 	l, fed := ts.create(t, CreateRequest{Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Rounds: 3, Clients: 2, NumFeatures: p.Data.M()}, ManualStart: true}, sec, "bgv")
 	var session string
-	for strike := 1; strike <= maxFrameStrikes+1; strike++ {
+	for strike := 1; strike <= strikes+1; strike++ {
 		protos := l.SocketProtocols(session)
 		ws := rawDial(t, l.SocketURL(), protos, nil)
 		ws.WriteMessage(websocket.BinaryMessage, helloFrame(t, sec, &p.Blocks[0]))
@@ -691,9 +692,9 @@ func TestProbeRegisteredFrameBeforeTheStart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strike > maxFrameStrikes {
-			if m.Kind != protocol.KindError || m.Code != protocol.CodeAbuse {
-				t.Fatalf("after %d strikes: %s %q %s, want refused as %q", maxFrameStrikes, m.Kind, m.Code, m.Err, protocol.CodeAbuse)
+		if strike > strikes {
+			if m.Kind != protocol.KindError || m.Code != protocol.CodeDropped {
+				t.Fatalf("after %d strikes: %s %q %s, want refused as %q", strikes, m.Kind, m.Code, m.Err, protocol.CodeDropped)
 			}
 			break
 		}
@@ -712,8 +713,8 @@ func TestProbeRegisteredFrameBeforeTheStart(t *testing.T) {
 	f := ts.Server.federation(fed.ID)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if n := f.frameStrikes[0]; n != maxFrameStrikes {
-		t.Fatalf("%d strikes recorded, want %d", n, maxFrameStrikes)
+	if why := f.coord.Clients()[0].Dropped; !strings.Contains(why, "3 strikes") {
+		t.Fatalf("dropped for %q, want its three strikes named", why)
 	}
 }
 
@@ -789,7 +790,6 @@ func TestProbeRegisteredBigFrames(t *testing.T) {
 		<-welcomed
 	}
 	wg.Wait()
-	f := ts.Server.federation(fed.ID)
 	for i, err := range errs {
 		if i < len(p.Blocks)-attackers {
 			if err != nil {
@@ -797,14 +797,8 @@ func TestProbeRegisteredBigFrames(t *testing.T) {
 			}
 			continue
 		}
-		if protocol.ErrorCode(err) != protocol.CodeAbuse {
-			t.Errorf("flooding participant %d: %v, want refused as %q", i, err, protocol.CodeAbuse)
-		}
-		f.mu.Lock()
-		n := f.frameStrikes[i]
-		f.mu.Unlock()
-		if n != maxFrameStrikes {
-			t.Errorf("flooding participant %d: %d strikes, want %d", i, n, maxFrameStrikes)
+		if protocol.ErrorCode(err) != protocol.CodeDropped {
+			t.Errorf("flooding participant %d: %v, want refused as %q", i, err, protocol.CodeDropped)
 		}
 	}
 	if st := ts.status(t, fed.ID); st.State != "finished" || len(st.History) != rounds+1 {

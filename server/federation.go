@@ -69,12 +69,9 @@ type federation struct {
 
 	// pending counts sockets not registered yet (Options.MaxPending).
 	pending pendingCount
-	// frameStrikes counts each participant's frames past its limit; at
-	// maxFrameStrikes its session is refused. limitSeq and limitChunks
-	// are the coordinator's PhaseSeq and MaxChunks the connections'
-	// limits were last set at, limitsFinal that every one was final then
-	// (setLimits).
-	frameStrikes          map[int]int
+	// limitSeq and limitChunks are the coordinator's PhaseSeq and
+	// MaxChunks the connections' limits were last set at, limitsFinal
+	// that every one was final then (setLimits).
 	limitSeq, limitChunks int
 	limitsFinal           bool
 
@@ -268,21 +265,19 @@ func (f *federation) dispatch(envs []protocol.Envelope) {
 // it counts as abuse and is closed.
 const maxRejected = 16
 
-// maxFrameStrikes is how many frames past its limit a participant may
-// send, each closing its connection, before the server refuses its
-// session: an honest participant sends none.
-const maxFrameStrikes = 3
-
 // tooLarge closes a connection whose frame went past its participant's
-// limit and counts a strike against the participant.
+// limit: a strike against the participant in the coordinator, which drops
+// it at the third (an honest participant sends none).
 func (f *federation) tooLarge(c *conn, why string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.frameStrikes == nil {
-		f.frameStrikes = map[int]int{}
+	f.log.Warn("disconnecting abusive connection", "client", c.client, "name", f.name(c.client), "code", protocol.CodeTooLarge, "reason", why)
+	c.send(protocol.Message{Kind: protocol.KindError, Code: protocol.CodeTooLarge, Close: true, Err: "disconnected: " + why})
+	if f.conns[c.client] == c {
+		delete(f.conns, c.client)
+		f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputMisbehaved, From: c.client, Reason: why}))
+		f.events.publish(event{Type: "participant", Name: f.name(c.client), State: "away"})
 	}
-	f.frameStrikes[c.client]++
-	f.disconnect(c, protocol.CodeTooLarge, fmt.Sprintf("%s (strike %d of %d)", why, f.frameStrikes[c.client], maxFrameStrikes))
 }
 
 // abuse closes a connection and takes its participant out of the round.
@@ -461,9 +456,6 @@ func (f *federation) register(c *conn, hello protocol.Message, a access) bool {
 	k, isNew := -1, false
 	switch a.role {
 	case roleSession:
-		if n := f.frameStrikes[a.client]; n >= maxFrameStrikes {
-			return refuse(protocol.CodeAbuse, fmt.Sprintf("this participant sent %d frames over what it may send: the server no longer admits it", n))
-		}
 		k = a.client
 	case roleInvite:
 		if len(f.names) >= f.srv.opt.MaxParticipants {

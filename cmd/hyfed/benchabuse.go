@@ -442,14 +442,14 @@ func (m *members) floodAnswers() map[string]int {
 	return out
 }
 
-// barred reports whether every flood seat's session ended refused as
-// abuse, and says how each ended otherwise.
+// barred reports whether every flood seat's session ended dropped by the
+// federation, and says how each ended otherwise.
 func (m *members) barred() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i := m.o.Honest; i < m.o.Honest+m.o.Flood; i++ {
-		if code := protocol.ErrorCode(m.errs[i]); code != protocol.CodeAbuse {
-			return fmt.Errorf("flood seat %d: its session ended with %v, want %q", i, m.errs[i], protocol.CodeAbuse)
+		if code := protocol.ErrorCode(m.errs[i]); code != protocol.CodeDropped {
+			return fmt.Errorf("flood seat %d: its session ended with %v, want %q", i, m.errs[i], protocol.CodeDropped)
 		}
 	}
 	return nil

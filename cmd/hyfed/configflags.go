@@ -35,6 +35,7 @@ func configFlags(fs *flag.FlagSet, cfg *protocol.Config) {
 	cfg.SharedDirections = d.SharedDirections
 	fs.Var(directionsFlag{&cfg.SharedDirections}, "shared-directions", "block step: each sample group's leading directions (its picks' Gram's; the bias, the mean row, ...) priced at the number of updating groups, the rest at the adaptive sigma' (0: all at sigma')")
 	fs.Var(onFlag{&cfg.NoFindBias}, "find-bias", "without a declared bias (--bias-feature): take the last feature as the data's bias when every block that holds it holds one non-zero value there in every row, as a constant feature of pooled data")
+	fs.BoolVar(&cfg.DealtEntries, "dealt-entries", d.DealtEntries, "the participants' blocks deal sparse samples' non-zero entries among the holders of a group (hyfed partition grid:K,Q on sparse data), so they share feature indexes; without it a feature of a sample held twice refuses both holders")
 	fs.BoolVar(&cfg.SealPrimal, "seal-primal", d.SealPrimal, "seal the primal contributions too (hat_w_k and its changes per feature): the server sees only their sum")
 	fs.StringVar(&cfg.Keys, "keys", d.Keys, "who can open a sum: shared (every participant derives the one key from the link secret) or threshold (t-of-n keys: no participant, nor the server with fewer than t participants, opens another's values)")
 	fs.IntVar(&cfg.KeyCommittee, "key-committee", d.KeyCommittee, "threshold keys: the most participants that hold shares of the collective key (n of t-of-n)")

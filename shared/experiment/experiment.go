@@ -248,6 +248,7 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 	}
 	cfg := o.Config
 	cfg.Loss, cfg.Inner, cfg.Seed, cfg.Clients = l.Name(), inner, uint64(o.Seed), clients
+	cfg.DealtEntries = cfg.DealtEntries || p.Spec.Dealt(d)
 	if cfg.Mu == 0 {
 		switch cfg.Algo {
 		case averaging.HyFEMProx:

@@ -120,6 +120,12 @@ func (s Spec) validate() error {
 	return nil
 }
 
+// Dealt reports whether Split deals d's entries: grid:K,Q with Q > 1 on
+// sparse data, whose blocks of one group share feature indexes.
+func (s Spec) Dealt(d *dataset.Dataset) bool {
+	return s.Kind == Grid && d.X.IsSparse() && s.Q > 1
+}
+
 // Split cuts d into s.Clients() blocks. Training and held-out samples are
 // both partitioned; every block copies the held-out flags of its samples.
 //
@@ -157,7 +163,7 @@ func (s Spec) Split(d *dataset.Dataset) ([]Block, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partition %s of %s: %w", s, d.Name, err)
 	}
-	if s.Kind == Grid && d.X.IsSparse() && s.Q > 1 {
+	if s.Dealt(d) {
 		return s.splitDealt(d, groups), nil
 	}
 	fg, err := s.featureGroups(d)

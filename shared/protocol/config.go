@@ -75,6 +75,11 @@ type Config struct {
 	// NoFindBias stops the coordinator taking the bias from the blocks
 	// when none is declared (docs/design.md, "The step rules").
 	NoFindBias Off `json:"find_bias"`
+	// DealtEntries lets a sample's holders hold the same feature, each
+	// some of its non-zero entries (sparse data dealt among them, as
+	// partition grid:K,Q deals it): their parts add up. Without it a
+	// feature of a sample held twice refuses both holders.
+	DealtEntries bool `json:"dealt_entries,omitempty"`
 	// Quorum is the share of participants that must be connected for a
 	// round to start (0: 0.5); with fewer the federation waits.
 	Quorum float64 `json:"quorum,omitempty"`

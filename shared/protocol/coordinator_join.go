@@ -24,6 +24,9 @@ func (c *Coordinator) connect(k int, h Message) error {
 	if k < len(c.clients) && c.clients[k].hello != nil && c.clients[k].connected {
 		return Errorf(CodeOutOfPhase, "client %d: already connected", k)
 	}
+	if k < len(c.clients) && c.clients[k].dropped != "" {
+		return Errorf(CodeDropped, "the federation dropped this participant: %s", c.clients[k].dropped)
+	}
 	if c.fingerprint != "" && h.Fingerprint != c.fingerprint {
 		return Errorf(CodeWrongSecret, "key fingerprint does not match the federation's: the link's secret is not this federation's")
 	}
@@ -51,9 +54,6 @@ func (c *Coordinator) connect(k int, h Message) error {
 		// before its next update.
 		if cs == nil || cs.hello == nil {
 			return Errorf(CodeStarted, "the federation has started without this participant")
-		}
-		if cs.dropped != "" {
-			return Errorf(CodeDropped, "the federation dropped this participant: %s", cs.dropped)
 		}
 		if cs.connected {
 			return Errorf(CodeOutOfPhase, "client %d: already connected", k)
@@ -402,7 +402,58 @@ func (c *Coordinator) align() error {
 	if c.cfg.FindBias() && c.cfg.BiasValue == 0 {
 		c.cfg.BiasFeature, c.cfg.BiasValue = c.findBias()
 	}
+	bias := -1
+	if c.cfg.BiasValue != 0 {
+		bias = c.cfg.BiasFeature
+	}
+	if r := c.heldTwice(bias, func(f int) string { return fmt.Sprintf("feature %d", f) }); r != nil {
+		return r
+	}
 	return nil
+}
+
+// heldTwice refuses, naming both, two holders of a sample group that hold
+// the same feature (but except, the intercept or bias every holder may
+// carry): a value counted twice, or samples claimed that another holds.
+// Federations of dealt entries (Config.DealtEntries) share features.
+func (c *Coordinator) heldTwice(except int, feature func(f int) string) *refusal {
+	if c.cfg.DealtEntries {
+		return nil
+	}
+	type pair struct{ a, b int }
+	seen := map[pair]bool{}
+	for _, g := range c.groups {
+		for i, a := range g.holders {
+			for _, b := range g.holders[i+1:] {
+				if seen[pair{a, b}] {
+					continue
+				}
+				seen[pair{a, b}] = true
+				if f, ok := commonFeature(c.clients[a].features, c.clients[b].features, except); ok {
+					return &refusal{[]int{a, b}, Errorf(CodeSchema, "%s and %s both hold %s of %d shared samples: each value must come from one participant",
+						c.name(a), c.name(b), feature(f), g.size)}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// commonFeature returns a feature in both sorted lists other than except.
+func commonFeature(x, y []int, except int) (int, bool) {
+	for i, j := 0, 0; i < len(x) && j < len(y); {
+		switch {
+		case x[i] < y[j]:
+			i++
+		case x[i] > y[j]:
+			j++
+		case x[i] == except:
+			i, j = i+1, j+1
+		default:
+			return x[i], true
+		}
+	}
+	return 0, false
 }
 
 // MaxFeatures bounds a federation's feature count: a hello cannot make

@@ -71,20 +71,8 @@ func (c *Coordinator) alignSchema() error {
 			return &refusal{[]int{k}, fmt.Errorf("%s's file has no %q column: this federation needs the label in every file", c.name(k), sch.Label.Column)}
 		}
 	}
-	for _, g := range c.groups {
-		owner := map[int]int{}
-		for _, k := range g.holders {
-			for _, f := range c.clients[k].features {
-				if f == ic {
-					continue
-				}
-				if o, dup := owner[f]; dup {
-					return &refusal{[]int{k}, fmt.Errorf("%s and %s both hold column %q of %d shared samples: each value must come from one participant (one of them should leave the column out)",
-						c.name(o), c.name(k), cols[f].Name, g.size)}
-				}
-				owner[f] = k
-			}
-		}
+	if r := c.heldTwice(ic, func(f int) string { return fmt.Sprintf("column %q", cols[f].Name) }); r != nil {
+		return r
 	}
 	// The statistics layout, by holder set, in order of each set's first
 	// column.

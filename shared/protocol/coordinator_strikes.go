@@ -101,6 +101,23 @@ func (c *Coordinator) missed(p *phaseState, k int) bool {
 	return true
 }
 
+// misbehaved counts a strike against participant k, whose connection the
+// server closed for what it sent (why), and lets the round go on without
+// it; at maxStrikes it is dropped.
+func (c *Coordinator) misbehaved(k int, why string) {
+	if k < 0 || k >= len(c.clients) || c.clients[k].hello == nil {
+		return
+	}
+	cs := c.clients[k]
+	cs.strikes++
+	if cs.strikes >= maxStrikes {
+		c.drop(k, fmt.Sprintf("%d strikes; the last: %s", cs.strikes, why))
+		c.afterDrop(k)
+		return
+	}
+	c.disconnect(k)
+}
+
 // drop takes participant k out of the federation for good, with why for
 // the organizer and for k, and out of the phase waiting for it (the
 // caller runs keysGone and maybeFinishPhase). Before the first round it
@@ -110,6 +127,7 @@ func (c *Coordinator) drop(k int, why string) {
 	cs := c.clients[k]
 	if len(c.history) == 0 {
 		c.refuse(&refusal{[]int{k}, fmt.Errorf("%s was refused: %s", c.name(k), why)})
+		cs.dropped = why // and stays out
 		return
 	}
 	cs.dropped = why

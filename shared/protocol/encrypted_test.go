@@ -44,6 +44,7 @@ func TestEncryptedRunMatchesPlaintext(t *testing.T) {
 			if tc.bias {
 				cfg.BiasFeature, cfg.BiasValue = d.M()-1, 1
 			}
+			cfg.DealtEntries = tc.data == dealt
 			var hist [2][]RoundMetrics
 			kappas := 0.0
 			for i, scheme := range []seal.Scheme{seal.Plaintext{Len: 64}, bgvScheme(t)} {

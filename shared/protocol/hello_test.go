@@ -3,11 +3,14 @@ package protocol
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hyfed/hyfed/shared/dataset"
 	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/seal"
 )
 
 // runWithLiar runs four honest blocks and a lying one (registered first)
@@ -92,5 +95,69 @@ func TestHelloAboveMaxFeaturesRefused(t *testing.T) {
 	h := Message{Kind: KindHello, Pseudonyms: []string{"a"}, Heldout: []bool{false}, Features: []int{0}, NumFeatures: MaxFeatures + 1}
 	if err := c.connect(0, h); err == nil || ErrorCode(err) != CodeBadField {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestFeatureHeldTwiceRefusesBoth: a participant that joins twice with
+// the same block, or claims samples another holds with the same
+// features, is refused together with the participant it collides with,
+// both named; the others stay, and a federation of dealt entries shares
+// features by design.
+func TestFeatureHeldTwiceRefusesBoth(t *testing.T) {
+	d := testData(120, 8, 4)
+	blocks := gridBlocks(d, 2, 2) // 0: group 0 features 0-3, 1: group 0 features 4-7, 2 and 3: group 1
+	claim := blocks[0]            // group 0's first features, claiming group 1's samples too
+	claim.IDs = append(append([]string{}, blocks[0].IDs...), blocks[2].IDs...)
+	claim.Y = append(append([]float64{}, blocks[0].Y...), blocks[2].Y...)
+	claim.Heldout = append(append([]bool{}, blocks[0].Heldout...), blocks[2].Heldout...)
+	claim.X = dataset.NewDense(len(claim.IDs), blocks[0].X.Cols)
+	for _, tc := range []struct {
+		name   string
+		extra  partition.Block
+		victim int
+		dealt  bool
+	}{
+		{"the same block twice", blocks[1], 1, false},
+		{"samples another holds", claim, 2, false},
+		{"dealt entries", blocks[1], -1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			all := append(slices.Clone(blocks), tc.extra)
+			cfg := Config{Lambda: 1e-2, Rounds: 2, Seed: 1, Clients: len(all), DealtEntries: tc.dealt}
+			c, err := NewCoordinator(cfg, seal.Plaintext{Len: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SetNamer(func(k int) string { return fmt.Sprintf("P%d", k) })
+			var r Ready
+			for k := range all {
+				p, err := NewParticipant(&all[k], testSecret, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r = c.Step(Input{Kind: InputJoin, From: k, Msg: p.Hello()})
+			}
+			liar := len(all) - 1
+			refused := map[int]string{}
+			for _, e := range r.Envelopes {
+				if e.Msg.Kind == KindError {
+					refused[e.To] = e.Msg.Err
+				}
+			}
+			if tc.victim < 0 {
+				if len(refused) != 0 || !c.Started() {
+					t.Fatalf("dealt entries refused: %v", refused)
+				}
+				return
+			}
+			if len(refused) != 2 || refused[liar] == "" || refused[tc.victim] == "" {
+				t.Fatalf("refused %v, want P%d and P%d", refused, tc.victim, liar)
+			}
+			for _, why := range refused {
+				if !strings.Contains(why, fmt.Sprintf("P%d", tc.victim)) || !strings.Contains(why, fmt.Sprintf("P%d", liar)) {
+					t.Fatalf("refusal %q does not name both", why)
+				}
+			}
+		})
 	}
 }

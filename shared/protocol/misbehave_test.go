@@ -184,3 +184,31 @@ func dropRound(h []RoundMetrics) int {
 	}
 	return last
 }
+
+// BenchmarkValueChecks times the value checks of one participant's
+// direction share and metrics in a federation of 500 sample groups (a
+// participant holding one, the metrics pricing eight candidate steps):
+// what they add to a round is participants x this.
+func BenchmarkValueChecks(b *testing.B) {
+	cfg := Defaults()
+	cfg.Inner = 64
+	c := &Coordinator{cfg: cfg, flow: roundFlow{report: map[int][]int{}}, phaseReport: map[int][]int{}}
+	for g := range 500 {
+		c.groups = append(c.groups, group{train: 90, size: 100})
+		c.clients = append(c.clients, &clientState{groups: []int{g}})
+		c.flow.report[g], c.phaseReport[g] = []int{0}, []int{0}
+	}
+	dir := Message{Kind: KindDirPart, GammaMax: 1.5, DConj: 12.5, DConjCentered: -3}
+	met := Message{Kind: KindMetrics, TrainN: 90, HeldN: 10}
+	for range 8 {
+		met.GridLoss, met.GridConj = append(met.GridLoss, 40), append(met.GridConj, 30)
+		met.GridTrainOK, met.GridHeldOK = append(met.GridTrainOK, 80), append(met.GridHeldOK, 9)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		k := i % 500
+		if c.checkDirValues(k, dir) != nil || c.checkMetricValues(k, met) != nil {
+			b.Fatal("an honest reply refused")
+		}
+	}
+}

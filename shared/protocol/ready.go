@@ -14,9 +14,13 @@ const (
 	InputPause                     // the organizer pauses at the next round boundary
 	InputResume                    // the organizer resumes (or a restored federation goes on)
 	InputStop                      // the organizer stops the federation (Reason)
+	// InputMisbehaved: the server closed participant From's connection
+	// for what it sent (Reason: a frame past its limit): a leave and a
+	// strike (coordinator_strikes.go).
+	InputMisbehaved
 )
 
-var inputNames = [...]string{"message", "join", "leave", "deadline", "start", "pause", "resume", "stop"}
+var inputNames = [...]string{"message", "join", "leave", "deadline", "start", "pause", "resume", "stop", "misbehaved"}
 
 func (k InputKind) String() string {
 	if k >= 0 && int(k) < len(inputNames) {
@@ -30,7 +34,7 @@ type Input struct {
 	Kind   InputKind
 	From   int     // the participant (message, join, leave)
 	Msg    Message // the message or hello (message, join)
-	Reason string  // why the organizer stops (stop)
+	Reason string  // why the organizer stops (stop), what the participant did (misbehaved)
 }
 
 // Ready is everything one Step produced, for the caller to act on: the
@@ -79,6 +83,8 @@ func (c *Coordinator) Step(in Input) Ready {
 		}
 	case InputLeave:
 		c.disconnect(in.From)
+	case InputMisbehaved:
+		c.misbehaved(in.From, in.Reason)
 	case InputDeadline:
 		c.expire()
 	case InputStart:
