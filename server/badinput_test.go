@@ -493,6 +493,13 @@ func TestBadRepliesDropTheParticipant(t *testing.T) {
 	if !named {
 		t.Fatalf("notices %q do not name %s", st.Notices, dropped[0].Name)
 	}
+	reformed := false
+	for _, r := range st.History {
+		reformed = reformed || r.Reformed
+	}
+	if last := st.History[len(st.History)-1]; !reformed || last.Partial {
+		t.Fatalf("after the drop: re-formed %v, last round partial %v", reformed, last.Partial)
+	}
 	if dials != 3 {
 		t.Fatalf("the meddler connected %d times, want 3: sent away twice, then dropped", dials)
 	}

@@ -104,16 +104,19 @@ func (f *Float) UnmarshalJSON(b []byte) error {
 
 // MetricsView is one round's metrics as the API shows them.
 type MetricsView struct {
-	Round    int                `json:"round"`
-	Primal   Float              `json:"primal"`
-	Dual     Float              `json:"dual"`
-	Gap      Float              `json:"gap"`
-	TrainAcc Float              `json:"train_accuracy"`
-	HeldAcc  Float              `json:"heldout_accuracy"`
-	Gamma    Float              `json:"gamma"`
-	Active   int                `json:"active"`
-	Updated  int                `json:"groups_updated"`
-	Partial  bool               `json:"partial"`
+	Round    int   `json:"round"`
+	Primal   Float `json:"primal"`
+	Dual     Float `json:"dual"`
+	Gap      Float `json:"gap"`
+	TrainAcc Float `json:"train_accuracy"`
+	HeldAcc  Float `json:"heldout_accuracy"`
+	Gamma    Float `json:"gamma"`
+	Active   int   `json:"active"`
+	Updated  int   `json:"groups_updated"`
+	Partial  bool  `json:"partial"`
+	// Reformed: the federation re-formed before this round without the
+	// sample groups of a dropped participant (another objective from here).
+	Reformed bool               `json:"reformed,omitempty"`
 	Seconds  map[string]float64 `json:"seconds"`
 	BytesIn  int                `json:"bytes_to_server"`
 	BytesOut int                `json:"bytes_from_server"`
@@ -122,12 +125,12 @@ type MetricsView struct {
 func metricsView(r protocol.RoundMetrics) *MetricsView {
 	return &MetricsView{Round: r.Round, Primal: Float(r.Primal), Dual: Float(r.Dual), Gap: Float(r.Gap),
 		TrainAcc: Float(r.TrainAcc), HeldAcc: Float(r.HeldAcc), Gamma: Float(r.Gamma), Active: r.Active,
-		Updated: r.Updated, Partial: r.Partial, Seconds: r.Seconds, BytesIn: r.BytesIn, BytesOut: r.BytesOut}
+		Updated: r.Updated, Partial: r.Partial, Reformed: r.Reformed, Seconds: r.Seconds, BytesIn: r.BytesIn, BytesOut: r.BytesOut}
 }
 
 // RoundMetrics converts back (for clients of the API, such as hyfed sim).
 func (v *MetricsView) RoundMetrics() protocol.RoundMetrics {
 	return protocol.RoundMetrics{Round: v.Round, Primal: float64(v.Primal), Dual: float64(v.Dual), Gap: float64(v.Gap),
 		TrainAcc: float64(v.TrainAcc), HeldAcc: float64(v.HeldAcc), Gamma: float64(v.Gamma), Active: v.Active,
-		Updated: v.Updated, Partial: v.Partial, Seconds: v.Seconds, BytesIn: v.BytesIn, BytesOut: v.BytesOut}
+		Updated: v.Updated, Partial: v.Partial, Reformed: v.Reformed, Seconds: v.Seconds, BytesIn: v.BytesIn, BytesOut: v.BytesOut}
 }

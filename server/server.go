@@ -573,8 +573,14 @@ func warnings(hist []protocol.RoundMetrics, best *protocol.Iterate, finished boo
 	if gap := (last.Primal - last.Dual) / math.Abs(last.Primal); stalled >= stallRounds && gap > 1e-3 {
 		out = append(out, fmt.Sprintf("the last %d rounds applied no step while the relative duality gap is still %.2g: training stopped moving", stalled, gap))
 	}
-	if first := hist[0]; last.Primal > first.Primal {
-		out = append(out, fmt.Sprintf("the last round's primal %.4g is above the first round's %.4g", last.Primal, first.Primal))
+	first := hist[0] // of the objective: a re-forming after a drop starts another
+	for _, r := range hist {
+		if r.Reformed {
+			first = r
+		}
+	}
+	if last.Primal > first.Primal {
+		out = append(out, fmt.Sprintf("the last round's primal %.4g is above round %d's %.4g", last.Primal, first.Round, first.Primal))
 	}
 	if finished && best != nil && best.Round == 0 {
 		out = append(out, "the model the federation hands out is its starting point (round 0, all weights 0): it has learned nothing")

@@ -246,6 +246,8 @@ type roundState struct {
 	WVersion   int
 	NeedFullIP bool
 	Flags      []clientFlags
+	// Lost: the sample groups the federation re-formed without.
+	Lost []int
 }
 
 // clientFlags is a participant's standing at a round boundary.
@@ -277,7 +279,7 @@ func (c *Coordinator) checkpoint() *Checkpoint {
 	rc := &roundCapture{scheme: c.scheme, alpha: make(seal.Vec, len(c.alpha))}
 	rc.rs = roundState{Version: roundVersion, SetupDigest: c.setupDigest, Round: c.round, W: slices.Clone(c.w),
 		History: c.history[:n:n], Finished: c.round >= c.cfg.Rounds, Best: c.best, Sigma: c.sigma, Kappa: slices.Clone(c.kappa),
-		WStale: c.wStale, WVersion: c.wVersion, NeedFullIP: c.needFullIP}
+		WStale: c.wStale, WVersion: c.wVersion, NeedFullIP: c.needFullIP, Lost: c.lostGroups()}
 	for ci, ch := range c.alpha {
 		rc.alpha[ci] = ch
 	}
@@ -447,6 +449,12 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 		return nil, fmt.Errorf("restore: draws: %w", err)
 	}
 	c.rng = rand.New(c.pcg)
+	for _, gi := range rs.Lost {
+		if gi < 0 || gi >= len(c.groups) {
+			return nil, fmt.Errorf("restore: lost group %d of %d", gi, len(c.groups))
+		}
+	}
+	c.applyLost(rs.Lost)
 	c.round, c.history, c.started = rs.Round, rs.History, true
 	c.reported = len(c.history) // a Ready before the restart carried them
 	c.cur = RoundMetrics{Seconds: map[string]float64{}}

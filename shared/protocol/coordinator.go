@@ -29,6 +29,10 @@ type RoundMetrics struct {
 	Active   int     // clients active this round
 	Updated  int     // sample groups updated this round (hyfed)
 	Partial  bool    // some clients were missing, so P is not over all samples
+	// Reformed: the federation re-formed before this round, without the
+	// groups a dropped participant held (coordinator_reform.go): the
+	// objective changed, and the dual may fall here.
+	Reformed bool
 	Seconds  map[string]float64
 	BytesIn  int // participant -> coordinator
 	BytesOut int // coordinator -> participant
@@ -188,6 +192,9 @@ type Coordinator struct {
 	prep    *prepState
 	notices []string
 	namer   func(k int) string
+	// lost marks the sample groups taken out after a drop
+	// (coordinator_reform.go).
+	lost []bool
 	// resume is a restored federation's boundary that returning
 	// participants may resume (nil: none, or a round has run since).
 	resumeAt *resumeState

@@ -542,7 +542,7 @@ func (c *Coordinator) setupFor(k int) *Setup {
 	cs := c.clients[k]
 	n := len(cs.slots)
 	s := &Setup{Slots: cs.slots, NumTrain: c.numTrain, Config: c.cfg,
-		Group: make([]int, n), Holders: make([]int, n)}
+		Group: make([]int, n), Holders: make([]int, n), Lost: c.localLost(k)}
 	for i, sl := range cs.slots {
 		g := c.slotGroup(sl)
 		s.Group[i] = cs.localGroup[g]

@@ -81,7 +81,7 @@ func (c *Coordinator) record(replies map[int]Message, gi int, partial bool) {
 	r.Gap = r.Primal - r.Dual
 	r.TrainAcc = float64(trainOK) / math.Max(1, float64(trainN))
 	r.HeldAcc = float64(heldOK) / math.Max(1, float64(heldN))
-	if trainN != c.numTrain || c.holderDropped() {
+	if trainN != c.numTrain || len(c.pendingLost()) > 0 {
 		// Some group had no holder to report, or lost one for good (its
 		// margins miss that holder's features): the sums miss terms.
 		partial = true
@@ -186,6 +186,9 @@ func (c *Coordinator) reporters(clients []int) map[int][]int {
 	}
 	out := map[int][]int{}
 	for gi, g := range c.groups {
+		if c.isLost(gi) {
+			continue // out of the federation: nobody reports it
+		}
 		for _, h := range g.holders {
 			if in[h] {
 				out[h] = append(out[h], c.clients[h].localGroup[gi])

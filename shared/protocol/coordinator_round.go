@@ -22,6 +22,12 @@ func (c *Coordinator) eligible() []int {
 func (c *Coordinator) nextRound() {
 	// A round boundary: nothing is in flight, every completed round is
 	// applied in full. This is the state a checkpoint holds.
+	if len(c.history) > 0 && !c.finished {
+		c.maybeReform()
+		if c.finished {
+			return
+		}
+	}
 	if c.checkpoints {
 		c.snap = c.checkpoint()
 	}

@@ -132,7 +132,7 @@ func (c *Coordinator) drop(k int, why string) {
 	}
 	cs.dropped = why
 	c.note(fmt.Sprintf("%s was dropped: %s. The samples of its groups can no longer be scored without its features: "+
-		"rounds from now on are partial, and the model handed out is the best before the drop", c.name(k), why))
+		"the rounds are partial until the federation re-forms without them, at the first round boundary where their other holders are all connected", c.name(k), why))
 	if cs.connected {
 		c.send(k, Message{Kind: KindError, Round: c.round, Code: CodeDropped, Close: true,
 			Err: "the federation dropped this participant: " + why})
@@ -142,15 +142,4 @@ func (c *Coordinator) drop(k int, why string) {
 		delete(p.waiting, k)
 		p.dropped = append(p.dropped, k)
 	}
-}
-
-// holderDropped reports whether a participant holding part of some group
-// was dropped: that group's margins miss its features from then on.
-func (c *Coordinator) holderDropped() bool {
-	for _, cs := range c.clients {
-		if cs.dropped != "" && len(cs.groups) > 0 {
-			return true
-		}
-	}
-	return false
 }

@@ -287,7 +287,10 @@ type Setup struct {
 	// Resume (a server restored at a round boundary, Round): restore the
 	// state kept at that boundary and answer resumed, Applied saying
 	// whether it could.
-	Resume     bool  `json:",omitempty"`
+	Resume bool `json:",omitempty"`
+	// Lost lists the local groups the federation re-formed without
+	// (a dropped holder's): their samples take no part any more.
+	Lost       []int `json:",omitempty"`
 	Round      int   `json:",omitempty"`
 	StatSlots  []int `json:",omitempty"`
 	Magnitudes []int `json:",omitempty"`

@@ -3,10 +3,12 @@ package protocol
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hyfed/hyfed/shared/central"
+	"github.com/hyfed/hyfed/shared/dataset"
 	"github.com/hyfed/hyfed/shared/loss"
 	"github.com/hyfed/hyfed/shared/seal"
 )
@@ -22,6 +24,9 @@ func TestMisbehavingParticipantIsDropped(t *testing.T) {
 	blocks := gridBlocks(d, 3, 2)
 	cfg := Config{Lambda: 1e-2, Rounds: 40, Seed: 5}
 	const liar = 0
+	whole := newFed(t, blocks, cfg)
+	whole.run(t)
+	pWhole, _, _, _ := central.Objectives(d, loss.Hinge{}, cfg.Lambda, whole.coord.Model().W, nil)
 	for _, tc := range []struct {
 		name string
 		lie  func(m *Message) // what the liar changes in its replies
@@ -137,52 +142,59 @@ func TestMisbehavingParticipantIsDropped(t *testing.T) {
 			p, _, _, _ := central.Objectives(d, loss.Hinge{}, cfg.Lambda, f.coord.W(), nil)
 			m := f.coord.Model()
 			pm, _, _, _ := central.Objectives(d, loss.Hinge{}, cfg.Lambda, m.W, nil)
-			// Its groups can no longer be scored: the rounds after the drop
-			// are partial, and the model is the best scored before it.
-			if !h[len(h)-1].Partial || m.Round > dropRound(h) {
-				t.Fatalf("after the drop: last round partial %v, model of round %d", h[len(h)-1].Partial, m.Round)
+			// The federation re-formed without its groups: scoring resumed,
+			// and the model is the best since.
+			reformed := slices.IndexFunc(h, func(r RoundMetrics) bool { return r.Reformed })
+			if reformed < 0 || h[len(h)-1].Partial || m.Round < reformed {
+				t.Fatalf("after the drop: re-formed at round %d, last round partial %v, model of round %d", reformed, h[len(h)-1].Partial, m.Round)
 			}
-			t.Logf("dropped: %s; true primal of the last iterate %.4g, of the model (round %d) %.4g, P* %.4g; %d rejoins; last round partial %v", infos[liar].Dropped, p, m.Round, pm, opt.Primal, back, h[len(h)-1].Partial)
+			if rel := (pm - pWhole) / pWhole; rel > 0.05 {
+				t.Fatalf("the model's true primal %.4g is %.1f%% above the undisturbed run's %.4g", pm, 100*rel, pWhole)
+			}
+			t.Logf("dropped: %s; true primal of the last iterate %.4g, of the model (round %d) %.4g, undisturbed %.4g, P* %.4g; %d rejoins", infos[liar].Dropped, p, m.Round, pm, pWhole, opt.Primal, back)
 		})
 	}
 }
 
-// TestDroppedStaysDroppedAfterARestart: the checkpoint carries the drop.
+// TestDroppedStaysDroppedAfterARestart: the checkpoint carries the drop
+// and the re-forming; restored, with the same participants back, the run
+// ends exactly as the one that was not interrupted.
 func TestDroppedStaysDroppedAfterARestart(t *testing.T) {
 	d := testData(240, 10, 4)
 	blocks := gridBlocks(d, 3, 2)
 	cfg := Config{Lambda: 1e-2, Rounds: 30, Seed: 5}
-	f := newFed(t, blocks, cfg)
-	f.mem.Observe = func(toServer bool, k int, m *Message) {
-		if toServer && k == 0 && m.Kind == KindDirPart && f.coord.Round() >= 3 {
-			m.DConj = 1e300
+	lie := func(f *fed) {
+		f.mem.Observe = func(toServer bool, k int, m *Message) {
+			if toServer && k == 0 && m.Kind == KindDirPart && f.coord.Round() >= 3 {
+				m.DConj = 1e300
+			}
 		}
+		f.mem.OnError = func(int, error) {}
 	}
-	f.mem.OnError = func(int, error) {}
-	last := crashAt(t, f, 10, PhaseGram)
-	c, err := Restore(f.coord.scheme, last.Setup, last.RoundData)
+	whole := newFed(t, blocks, cfg)
+	lie(whole)
+	want := whole.run(t)
+	crashed := newFed(t, blocks, cfg)
+	lie(crashed)
+	last := crashAt(t, crashed, 10, PhaseGram)
+	c, err := Restore(crashed.coord.scheme, last.Setup, last.RoundData)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ci := c.Clients()[0]; ci.Dropped == "" {
-		t.Fatal("the restored federation forgot the drop")
+	if ci := c.Clients()[0]; ci.Dropped == "" || c.NumTrain() != crashed.coord.NumTrain() {
+		t.Fatalf("restored: dropped %q, %d training samples (before the crash %d)", ci.Dropped, c.NumTrain(), crashed.coord.NumTrain())
 	}
-	hello := f.mem.Participant(0).Hello()
-	r := c.Step(Input{Kind: InputJoin, From: 0, Msg: hello})
-	if len(r.Envelopes) != 1 || r.Envelopes[0].Msg.Code != CodeDropped {
-		t.Fatalf("the dropped participant came back after the restart: %+v", r.Envelopes)
+	g := rejoinSame(t, blocks, crashed.mem)
+	g.coord = c
+	lie(g)
+	refused := false
+	g.mem.Observe = func(toServer bool, k int, m *Message) {
+		refused = refused || !toServer && k == 0 && m.Code == CodeDropped
 	}
-}
-
-// dropRound is the last round recorded whole (not partial).
-func dropRound(h []RoundMetrics) int {
-	last := -1
-	for _, r := range h {
-		if !r.Partial {
-			last = r.Round
-		}
+	sameRuns(t, g.run(t), want)
+	if !refused {
+		t.Fatal("the dropped participant was let back in after the restart")
 	}
-	return last
 }
 
 // BenchmarkValueChecks times the value checks of one participant's
@@ -211,4 +223,35 @@ func BenchmarkValueChecks(b *testing.B) {
 			b.Fatal("an honest reply refused")
 		}
 	}
+}
+
+// TestReformedFederationConverges: after a drop the federation re-forms
+// without the dropped participant's sample group and converges to the
+// optimum of the samples that remain, its dual below that optimum and
+// never falling after the re-forming.
+func TestReformedFederationConverges(t *testing.T) {
+	d := testData(240, 10, 4)
+	blocks := gridBlocks(d, 3, 2) // client 0 holds part of group 0: samples 0-79
+	cfg := Config{Lambda: 1e-2, Rounds: 200, Seed: 5}
+	f := newFed(t, blocks, cfg)
+	f.mem.Observe = func(toServer bool, k int, m *Message) {
+		if toServer && k == 0 && m.Kind == KindDirPart && f.coord.Round() >= 3 {
+			m.DConj = 1e300
+		}
+	}
+	f.mem.OnError = func(int, error) {}
+	h := f.run(t)
+	checkDualNeverFalls(t, h, "")
+	rest := &dataset.Dataset{Name: "rest", X: dataset.NewDense(160, d.M())}
+	copy(rest.X.Data, d.X.Data[80*d.M():])
+	rest.Y, rest.IDs, rest.Heldout = d.Y[80:], d.IDs[80:], d.Heldout[80:]
+	pstar := optimum(t, rest, cfg.Lambda)
+	last := h[len(h)-1]
+	if last.Partial || (last.Primal-pstar)/pstar > 1e-3 || last.Dual > pstar*(1+1e-9) {
+		t.Fatalf("last round: partial %v, P %.9g, D %.9g; optimum of the remaining samples %.9g", last.Partial, last.Primal, last.Dual, pstar)
+	}
+	if f.coord.NumTrain() != rest.NumTrain() {
+		t.Fatalf("%d training samples after re-forming, want %d", f.coord.NumTrain(), rest.NumTrain())
+	}
+	t.Logf("P %.9g D %.9g, optimum of the rest %.9g", last.Primal, last.Dual, pstar)
 }

@@ -73,6 +73,9 @@ type Participant struct {
 	raw      *partition.Block
 	excluded []bool
 	maps     []schema.Map
+	// lost marks the local groups the federation re-formed without
+	// (Setup.Lost): their samples are left out like unlabelled ones.
+	lost []bool
 	// lastRound is the last round a message came from; boundaries the
 	// state kept at the last few round boundaries (participant_resume.go).
 	lastRound  int

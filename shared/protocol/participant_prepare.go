@@ -241,5 +241,8 @@ func (p *Participant) prepared(codes, stats []float64) (*partition.Block, []int,
 }
 
 // isExcluded reports whether sample i is left out (no label the
-// federation may use): neither trained on nor scored.
-func (p *Participant) isExcluded(i int) bool { return p.excluded != nil && p.excluded[i] }
+// federation may use, or its group lost with a dropped holder): neither
+// trained on nor scored.
+func (p *Participant) isExcluded(i int) bool {
+	return p.excluded != nil && p.excluded[i] || p.lost != nil && p.lost[p.setup.Group[i]]
+}

@@ -75,6 +75,16 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 func (p *Participant) setupData() ([]Message, error) {
 	s, cfg := p.setup, p.setup.Config
 	n := p.block.N()
+	p.lost = nil
+	for _, g := range s.Lost {
+		if g < 0 || g >= len(s.GroupKeys) {
+			return nil, fmt.Errorf("participant: setup: lost group %d of %d", g, len(s.GroupKeys))
+		}
+		if p.lost == nil {
+			p.lost = make([]bool, len(s.GroupKeys))
+		}
+		p.lost[g] = true
+	}
 	p.groupTrain = make([][]int, len(s.GroupKeys))
 	p.train = p.train[:0]
 	p.sole = make([]bool, len(s.GroupKeys))
