@@ -78,6 +78,8 @@ func (f *federation) checkpointWritten(round int, err error) {
 		f.diskFailed(fmt.Sprintf("the checkpoint of round %d", round), err, true)
 		return
 	}
+	// The participants may let go of the boundaries before it.
+	f.apply(f.coord.Step(protocol.Input{Kind: protocol.InputSaved, Round: round}))
 	f.diskRecovered(true)
 }
 

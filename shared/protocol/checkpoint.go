@@ -246,8 +246,9 @@ type roundState struct {
 	WVersion   int
 	NeedFullIP bool
 	Flags      []clientFlags
-	// Lost: the sample groups the federation re-formed without.
-	Lost []int
+	// Lost: the sample groups the federation re-formed without;
+	// Disputed those of two holders that disagreed, still to take out.
+	Lost, Disputed []int
 }
 
 // clientFlags is a participant's standing at a round boundary.
@@ -258,6 +259,7 @@ type clientFlags struct {
 	// (coordinator_strikes.go): they outlive a restart.
 	Strikes, Rejected int
 	Dropped           string
+	Disagree          []int // the holders it disagreed with
 }
 
 // EnableCheckpoints makes the coordinator capture its state at every round
@@ -279,13 +281,13 @@ func (c *Coordinator) checkpoint() *Checkpoint {
 	rc := &roundCapture{scheme: c.scheme, alpha: make(seal.Vec, len(c.alpha))}
 	rc.rs = roundState{Version: roundVersion, SetupDigest: c.setupDigest, Round: c.round, W: slices.Clone(c.w),
 		History: c.history[:n:n], Finished: c.round >= c.cfg.Rounds, Best: c.best, Sigma: c.sigma, Kappa: slices.Clone(c.kappa),
-		WStale: c.wStale, WVersion: c.wVersion, NeedFullIP: c.needFullIP, Lost: c.lostGroups()}
+		WStale: c.wStale, WVersion: c.wVersion, NeedFullIP: c.needFullIP, Lost: c.lostGroups(), Disputed: sortedSet(c.disputed)}
 	for ci, ch := range c.alpha {
 		rc.alpha[ci] = ch
 	}
 	for _, cs := range c.clients {
 		rc.rs.Flags = append(rc.rs.Flags, clientFlags{Stale: cs.stale, Returned: cs.returned, WHeld: cs.wHeld,
-			Strikes: cs.strikes, Rejected: cs.rejected, Dropped: cs.dropped})
+			Strikes: cs.strikes, Rejected: cs.rejected, Dropped: cs.dropped, Disagree: sortedSet(cs.disagree)})
 		rc.rs.HatW = append(rc.rs.HatW, slices.Clone(cs.hatW))
 		rc.sealedW = append(rc.sealedW, cs.sealedW)
 		rc.rs.LocalSteps = append(rc.rs.LocalSteps, cs.localSteps)
@@ -421,6 +423,12 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 		if k < len(rs.Flags) {
 			f := rs.Flags[k]
 			cs.strikes, cs.rejected, cs.dropped = f.Strikes, f.Rejected, f.Dropped
+			for _, o := range f.Disagree {
+				if cs.disagree == nil {
+					cs.disagree = map[int]bool{}
+				}
+				cs.disagree[o] = true
+			}
 		}
 		if k < len(rs.LocalSteps) {
 			cs.localSteps = rs.LocalSteps[k]
@@ -455,6 +463,15 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 		}
 	}
 	c.applyLost(rs.Lost)
+	for _, gi := range rs.Disputed {
+		if gi < 0 || gi >= len(c.groups) {
+			return nil, fmt.Errorf("restore: disputed group %d of %d", gi, len(c.groups))
+		}
+		if c.disputed == nil {
+			c.disputed = map[int]bool{}
+		}
+		c.disputed[gi] = true
+	}
 	c.round, c.history, c.started = rs.Round, rs.History, true
 	c.reported = len(c.history) // a Ready before the restart carried them
 	c.cur = RoundMetrics{Seconds: map[string]float64{}}

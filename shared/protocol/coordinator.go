@@ -80,6 +80,9 @@ type clientState struct {
 	// (coordinator_strikes.go). All three outlive its connections.
 	strikes, rejected int
 	dropped           string
+	// disagree: the holders whose prices of a shared group differed
+	// from its own (coordinator_crosscheck.go).
+	disagree map[int]bool
 }
 
 type group struct {
@@ -158,7 +161,13 @@ type Coordinator struct {
 	// phaseReport: the local groups each participant reports in the
 	// metrics being priced.
 	phaseReport map[int][]int
-	gammaMax    float64 // the largest step the round's direction allows
+	// phaseCheck: the local groups each prices as a second holder, and
+	// phasePairs the groups' reporters and checkers to compare;
+	// disputed: the groups of two holders that disagreed, taken out.
+	phaseCheck map[int][]int
+	phasePairs []crossPair
+	disputed   map[int]bool
+	gammaMax   float64 // the largest step the round's direction allows
 	// block step: the measured CoCoA+ scale for the next round (0: none
 	// yet) and, per group, the factor on its summed partial Grams
 	// (checkpointed); dealt marks the groups whose holders share features.
@@ -192,6 +201,9 @@ type Coordinator struct {
 	prep    *prepState
 	notices []string
 	namer   func(k int) string
+	// saved is the latest round boundary whose checkpoint the server wrote
+	// (InputSaved; 0: none known), told to the participants.
+	saved int
 	// lost marks the sample groups taken out after a drop
 	// (coordinator_reform.go).
 	lost []bool
@@ -301,6 +313,7 @@ func (c *Coordinator) flush() []Envelope {
 }
 
 func (c *Coordinator) send(to int, m Message) {
+	m.Saved = c.saved
 	if c.holds(to, m) { // threshold keys: its chunks are switched first
 		c.hold(to, m)
 		return

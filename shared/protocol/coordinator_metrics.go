@@ -41,7 +41,7 @@ func (c *Coordinator) ipSumsIn(p *phaseState) {
 
 func (c *Coordinator) ipMetricsIn(p *phaseState) {
 	f := c.ip
-	f.partial = f.partial || len(p.dropped) > 0
+	f.partial = f.partial || len(p.dropped) > 0 || c.crossCheck(p.replies)
 	if f.partial {
 		c.needFullIP = true
 	}
@@ -143,10 +143,11 @@ func (c *Coordinator) returnSums(p *phaseState, grid []float64, withAlpha bool) 
 		return nil, false
 	}
 	report := c.reporters(got)
-	c.phaseGrid, c.phaseReport = grid, report
+	check, pairs := c.checkers(got)
+	c.phaseGrid, c.phaseReport, c.phaseCheck, c.phasePairs = grid, report, check, pairs
 	for _, k := range got {
 		slots := c.clients[k].slots
-		m := Message{Kind: KindIP, Round: c.round, Sealed: seal.Restrict(c.scheme, sum, slots), Report: report[k], Grid: grid}
+		m := Message{Kind: KindIP, Round: c.round, Sealed: seal.Restrict(c.scheme, sum, slots), Report: report[k], Check: check[k], Grid: grid}
 		if withAlpha {
 			m.Alpha = seal.Restrict(c.scheme, c.alpha, slots)
 		}

@@ -30,6 +30,10 @@ func (c *Coordinator) pendingLost() []int {
 		if c.isLost(gi) {
 			continue
 		}
+		if c.disputed[gi] {
+			out = append(out, gi)
+			continue
+		}
 		for _, h := range g.holders {
 			if c.clients[h].dropped != "" {
 				out = append(out, gi)
@@ -86,7 +90,7 @@ func (c *Coordinator) maybeReform() {
 	c.needFullIP = true
 	c.best = nil
 	c.cur.Reformed = true
-	c.note(fmt.Sprintf("From round %d the federation trains without the %d samples of the groups the dropped participants held: "+
+	c.note(fmt.Sprintf("From round %d the federation trains without the %d samples of the groups it lost (a dropped holder's, or disputed): "+
 		"the dual values, the counts and w start from the rest, and the model handed out is the best since", c.round+1, samples))
 }
 

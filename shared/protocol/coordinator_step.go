@@ -70,10 +70,11 @@ func (c *Coordinator) trialSumsIn(p *phaseState) {
 // (applyPhase); the round is recorded at the step that moved.
 func (c *Coordinator) trialMetricsIn(p *phaseState) {
 	f := &c.flow
-	f.partial = f.partial || len(p.dropped) > 0
+	doubt := c.crossCheck(p.replies)
+	f.partial = f.partial || len(p.dropped) > 0 || doubt
 	f.metrics = p.replies
 	gi := 0
-	if f.u != nil {
+	if f.u != nil && !doubt {
 		gi = c.chooseStep(f.grid, f.u, f.metrics, f.partial)
 		if c.cfg.Step == StepBlock {
 			c.adaptStep(f.grid[gi])

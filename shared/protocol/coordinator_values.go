@@ -64,5 +64,5 @@ func (c *Coordinator) checkMetricValues(k int, m Message) error {
 			return impossible("conjugate sum %g outside [0, %d] for %d training samples", v, m.TrainN, m.TrainN)
 		}
 	}
-	return nil
+	return c.checkCrossValues(k, m)
 }

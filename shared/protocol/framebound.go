@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"github.com/hyfed/hyfed/shared/seal"
+	"github.com/hyfed/hyfed/shared/solve"
 )
 
 // What a participant may send bounds what a server reads from it: a frame
@@ -108,8 +109,10 @@ func (c *Coordinator) FrameLimit(k int) FrameLimit {
 		// opened: w; dir-part: DW and DWCentered.
 		Floats: max(c.numFeatures, 2*len(cs.features)),
 		// norms-part after a preparation: 3 label counts a local group,
-		// a scaling map (2 numbers) a feature.
-		Plain: jsonNumber * (3*len(cs.groups) + 2*len(cs.features)),
+		// a scaling map (2 numbers) a feature; metrics: a loss and a
+		// conjugate sum a candidate step for each group it reports or
+		// checks.
+		Plain: jsonNumber * max(3*len(cs.groups)+2*len(cs.features), 2*solve.MaxCandidates*len(cs.groups)),
 		Keys:  c.keyFrameBytes(),
 	}
 	return FrameLimit{Bytes: MaxFrameBytes(size), Final: c.started && len(c.history) > 0}

@@ -106,6 +106,10 @@ const (
 type Message struct {
 	Kind  Kind
 	Round int
+	// Saved (from the server, once known) is the latest round boundary
+	// whose checkpoint is on disk: a participant keeps its state at every
+	// boundary since, for a restart to resume (participant_resume.go).
+	Saved int `json:",omitempty"`
 
 	// hello
 	Pseudonyms  []string
@@ -164,7 +168,10 @@ type Message struct {
 	GroupCentered []float64 `json:",omitempty"`
 	// Report lists the local groups whose label-dependent sums (conjugate
 	// change, loss, accuracy) this client reports: one holder per group.
+	// ip: Check lists the groups it prices too, as a second holder, so
+	// that the two can be compared (coordinator_crosscheck.go).
 	Report []int
+	Check  []int `json:",omitempty"`
 
 	// weights; opened: the aggregate on every feature
 	Gamma   float64
@@ -200,6 +207,11 @@ type Message struct {
 	GridLoss, GridConj      []float64
 	GridTrainOK, GridHeldOK []int
 	TrainN, HeldN           int
+	// GroupLoss and GroupConj split GridLoss and GridConj by the groups
+	// of Report (group-major: len(Report) x len(grid)); CheckLoss and
+	// CheckConj are the same sums over the groups of Check.
+	GroupLoss, GroupConj []float64 `json:",omitempty"`
+	CheckLoss, CheckConj []float64 `json:",omitempty"`
 	// GridWDot is the client's part of w_g . w(a_g), w_g = w + g u the
 	// candidate model and w(a_g) = 1/(lambda N) sum_n a_n x_n the primal
 	// point of the dual values the step would leave: (w_g on the client's

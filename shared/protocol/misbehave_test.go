@@ -255,3 +255,61 @@ func TestReformedFederationConverges(t *testing.T) {
 	}
 	t.Logf("P %.9g D %.9g, optimum of the rest %.9g", last.Primal, last.Dual, pstar)
 }
+
+// TestInflatedLossIsCaught: a reporter that inflates its groups' loss
+// sums passes every range check, but a second holder prices the same
+// group. With three holders the liar disagrees with two different
+// checkers and is dropped; with two nobody can tell who lies, so the
+// group is taken out and both are named; totals that do not add up to
+// the groups' sums are impossible. Each way the model handed out stays
+// within 5 % of the undisturbed run's true primal.
+func TestInflatedLossIsCaught(t *testing.T) {
+	d := testData(240, 10, 4)
+	inflate := func(v []float64) {
+		for i := range v {
+			v[i] *= 1e6
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		q       int // holders per group
+		lie     func(m *Message)
+		dropped bool
+		lost    bool
+	}{
+		{"three holders", 3, func(m *Message) { inflate(m.GridLoss); inflate(m.GroupLoss); inflate(m.CheckLoss) }, true, true},
+		{"two holders", 2, func(m *Message) { inflate(m.GridLoss); inflate(m.GroupLoss); inflate(m.CheckLoss) }, false, true},
+		{"totals apart from the groups' sums", 2, func(m *Message) { inflate(m.GridLoss) }, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			blocks := gridBlocks(d, 3, tc.q)
+			cfg := Config{Lambda: 1e-2, Rounds: 40, Seed: 5}
+			whole := newFed(t, blocks, cfg)
+			whole.run(t)
+			pWhole, _, _, _ := central.Objectives(d, loss.Hinge{}, cfg.Lambda, whole.coord.Model().W, nil)
+			f := newFed(t, blocks, cfg)
+			f.mem.Observe = func(toServer bool, k int, m *Message) {
+				if toServer && k == 0 && m.Kind == KindMetrics && f.coord.Round() >= 3 {
+					tc.lie(m)
+				}
+			}
+			f.mem.OnError = func(int, error) {}
+			h := f.run(t)
+			checkDualNeverFalls(t, h, "")
+			for k, ci := range f.coord.Clients() {
+				if (ci.Dropped != "") != (tc.dropped && k == 0) {
+					t.Fatalf("participant %d dropped: %q", k, ci.Dropped)
+				}
+			}
+			if f.coord.isLost(0) != tc.lost {
+				t.Fatalf("group of the liar lost: %v, want %v", f.coord.isLost(0), tc.lost)
+			}
+			m := f.coord.Model()
+			pm, _, _, _ := central.Objectives(d, loss.Hinge{}, cfg.Lambda, m.W, nil)
+			if rel := (pm - pWhole) / pWhole; rel > 0.05 || h[len(h)-1].Partial {
+				t.Fatalf("model of round %d: true primal %.4g, undisturbed %.4g; last round partial %v", m.Round, pm, pWhole, h[len(h)-1].Partial)
+			}
+			t.Logf("model of round %d: true primal %.4g, undisturbed %.4g; notices %q", m.Round, pm, pWhole, f.coord.Notices())
+		})
+	}
+}

@@ -80,6 +80,7 @@ type Participant struct {
 	// state kept at the last few round boundaries (participant_resume.go).
 	lastRound  int
 	boundaries []boundary
+	saved      int // the latest boundary on the server's disk (Message.Saved)
 	resumeAt   int // a setup's boundary to resume, -1: none
 }
 

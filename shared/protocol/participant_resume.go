@@ -16,14 +16,18 @@ type boundary struct {
 	w, hw            []float64
 }
 
-// keptBoundaries is how many boundaries a participant keeps: a server
-// writes its checkpoint of boundary r before anything of round r+1, so
-// the one it restores is never far behind what a participant saw.
-const keptBoundaries = 3
+// A participant keeps the last keptBoundaries boundaries, and every one
+// since the latest the server says is on disk (Message.Saved: a slow disk
+// may leave the checkpoints behind the rounds), at most maxBoundaries.
+const (
+	keptBoundaries = 3
+	maxBoundaries  = 16
+)
 
 // markRound keeps the state as of the last round before a message of a
 // later round changes it.
 func (p *Participant) markRound(m Message) {
+	p.saved = max(p.saved, m.Saved)
 	if p.setup == nil || !p.ready || m.Round <= p.lastRound {
 		return
 	}
@@ -40,7 +44,7 @@ func (p *Participant) keepBoundary() {
 	b := boundary{round: p.lastRound, alpha: slices.Clone(p.alpha), ip: slices.Clone(p.ip), ipErr: slices.Clone(p.ipErr),
 		w: slices.Clone(p.w), hw: slices.Clone(p.hw)}
 	p.boundaries = append(p.boundaries, b)
-	if len(p.boundaries) > keptBoundaries {
+	for len(p.boundaries) > maxBoundaries || len(p.boundaries) > keptBoundaries && (p.saved == 0 || p.boundaries[0].round < p.saved) {
 		p.boundaries = p.boundaries[1:]
 	}
 }
@@ -53,7 +57,7 @@ func (p *Participant) TakeBoundaries(prev *Participant) {
 		return
 	}
 	prev.keepBoundary()
-	p.boundaries = slices.Clone(prev.boundaries)
+	p.boundaries, p.saved = slices.Clone(prev.boundaries), prev.saved
 }
 
 // resumeBoundary restores the boundary of round r after a setup, and

@@ -255,16 +255,41 @@ func (p *Participant) onIP(m Message) ([]Message, error) {
 	r.GridConj = make([]float64, len(grid))
 	r.GridTrainOK = make([]int, len(grid))
 	r.GridHeldOK = make([]int, len(grid))
-	report := p.reportSet(m.Report)
+	// Each reported or checked group's loss and conjugate sums, apart
+	// (group-major rows of r.Group* and r.Check*).
+	type row struct {
+		check bool
+		j     int
+	}
+	rows := map[int]row{}
+	for j, g := range m.Report {
+		rows[g] = row{false, j}
+	}
+	for j, g := range m.Check {
+		if _, dup := rows[g]; dup {
+			return nil, fmt.Errorf("participant: ip: group %d to report and to check", g)
+		}
+		rows[g] = row{true, j}
+	}
+	nr, nc := len(m.Report)*len(grid), len(m.Check)*len(grid)
+	r.GroupLoss, r.GroupConj, r.CheckLoss, r.CheckConj = make([]float64, nr), make([]float64, nr), make([]float64, nc), make([]float64, nc)
 	for i := range p.ip {
-		if !report[p.setup.Group[i]] || p.isExcluded(i) {
+		rw, priced := rows[p.setup.Group[i]]
+		if !priced || p.isExcluded(i) {
 			continue
 		}
+		loss, conj := r.GroupLoss, r.GroupConj
+		if rw.check {
+			loss, conj = r.CheckLoss, r.CheckConj
+		}
+		loss, conj = loss[rw.j*len(grid):], conj[rw.j*len(grid):]
 		y := p.block.Y[i]
 		held := p.block.Heldout[i]
-		if held {
+		switch {
+		case rw.check:
+		case held:
 			r.HeldN++
-		} else {
+		default:
 			r.TrainN++
 		}
 		for gi, g := range grid {
@@ -272,15 +297,13 @@ func (p *Participant) onIP(m Message) ([]Message, error) {
 			if t != nil {
 				z += g * t[i]
 			}
-			ok := z*y > 0
-			if held {
-				if ok {
-					r.GridHeldOK[gi]++
-				}
-				continue
-			}
-			if ok {
+			if ok := z*y > 0; ok && !rw.check && held {
+				r.GridHeldOK[gi]++
+			} else if ok && !rw.check {
 				r.GridTrainOK[gi]++
+			}
+			if held {
+				continue
 			}
 			// The loss at the exact margin is at most the loss at the
 			// margin moved against the label by the rounding bound (both
@@ -291,12 +314,18 @@ func (p *Participant) onIP(m Message) ([]Message, error) {
 			if t != nil {
 				e += g * p.roundingBound(i)
 			}
-			r.GridLoss[gi] += p.loss.Value(z-y*e, y)
+			l := p.loss.Value(z-y*e, y)
 			a := p.alpha[i]
 			if p.pending != nil && p.pending[i] != 0 {
 				a += p.increment(i, g) // what the step would add
 			}
-			r.GridConj[gi] += p.loss.Conj(a, y)
+			cj := p.loss.Conj(a, y)
+			loss[gi] += l
+			conj[gi] += cj
+			if !rw.check {
+				r.GridLoss[gi] += l
+				r.GridConj[gi] += cj
+			}
 		}
 	}
 	r.GridWDot = p.wDots(grid, t != nil)

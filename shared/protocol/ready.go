@@ -18,9 +18,11 @@ const (
 	// for what it sent (Reason: a frame past its limit): a leave and a
 	// strike (coordinator_strikes.go).
 	InputMisbehaved
+	// InputSaved: the checkpoint of round boundary Round is on disk.
+	InputSaved
 )
 
-var inputNames = [...]string{"message", "join", "leave", "deadline", "start", "pause", "resume", "stop", "misbehaved"}
+var inputNames = [...]string{"message", "join", "leave", "deadline", "start", "pause", "resume", "stop", "misbehaved", "saved"}
 
 func (k InputKind) String() string {
 	if k >= 0 && int(k) < len(inputNames) {
@@ -35,6 +37,7 @@ type Input struct {
 	From   int     // the participant (message, join, leave)
 	Msg    Message // the message or hello (message, join)
 	Reason string  // why the organizer stops (stop), what the participant did (misbehaved)
+	Round  int     // the round boundary whose checkpoint was written (saved)
 }
 
 // Ready is everything one Step produced, for the caller to act on: the
@@ -85,6 +88,8 @@ func (c *Coordinator) Step(in Input) Ready {
 		c.disconnect(in.From)
 	case InputMisbehaved:
 		c.misbehaved(in.From, in.Reason)
+	case InputSaved:
+		c.saved = max(c.saved, in.Round)
 	case InputDeadline:
 		c.expire()
 	case InputStart:

@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -134,5 +136,67 @@ func sameRuns(t *testing.T, got, want []RoundMetrics) {
 		if g.Round != w.Round || !same(g.Primal, w.Primal) || !same(g.Dual, w.Dual) || !same(g.TrainAcc, w.TrainAcc) || !same(g.HeldAcc, w.HeldAcc) {
 			t.Fatalf("round %d: primal %v dual %v, uninterrupted %v %v", g.Round, g.Primal, g.Dual, w.Primal, w.Dual)
 		}
+	}
+}
+
+// TestRestartResumesAfterASlowDisk: the checkpoints on disk lag six
+// rounds behind the federation (a slow disk; the server tells the
+// participants which boundary is saved). Restored from the last one
+// written, with the same participants back, the run still ends bit for
+// bit as the uninterrupted one: they kept every boundary since.
+func TestRestartResumesAfterASlowDisk(t *testing.T) {
+	d := testData(240, 10, 4)
+	blocks := gridBlocks(d, 3, 2)
+	cfg := Config{Lambda: 1e-2, Fraction: 0.7, Rounds: 40, Seed: 5}
+	want := newFed(t, blocks, cfg).run(t)
+	const lag = 6
+	f := newFed(t, blocks, cfg)
+	f.coord.EnableCheckpoints()
+	var written []*Checkpoint // by round
+	f.mem.OnReady = func(rd Ready) {
+		if rd.Checkpoint == nil {
+			return
+		}
+		var prev *Checkpoint
+		if len(written) > 0 {
+			prev = written[len(written)-1]
+		}
+		written = append(written, withSetup(rd.Checkpoint, prev))
+		// The disk is lag boundaries behind: what it holds now is older.
+		if r := rd.Checkpoint.Round - lag; r >= 0 {
+			f.coord.Step(Input{Kind: InputSaved, Round: r})
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.mem.Hook = func() {
+		if f.coord.Round() == 25 && f.coord.Phase() == PhaseTrial {
+			cancel()
+		}
+	}
+	if err := Serve(ctx, f.coord, f.mem, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	var onDisk *Checkpoint
+	for _, cp := range written {
+		if cp.Round == 24-lag {
+			onDisk = cp
+		}
+	}
+	c, err := Restore(f.coord.scheme, onDisk.Setup, onDisk.RoundData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := rejoinSame(t, blocks, f.mem)
+	g.coord = c
+	resumed := 0
+	g.mem.Observe = func(toServer bool, k int, m *Message) {
+		if toServer && m.Kind == KindResumed && m.Applied {
+			resumed++
+		}
+	}
+	sameRuns(t, g.run(t), want)
+	if resumed != len(blocks) {
+		t.Fatalf("%d participants resumed round %d, want all %d", resumed, onDisk.Round, len(blocks))
 	}
 }

@@ -9,6 +9,11 @@ import (
 // search also prices.
 var StepFactors = []float64{0.5, 0.8, 1.25, 2}
 
+// MaxCandidates bounds len(Candidates(...)): 0, gammaD and 16 grid
+// steps with primal set (the smooth loss's: 0, gammaD, 4 multiples and 11
+// powers of two).
+const MaxCandidates = 18
+
 // Candidates returns the steps to price along a round's direction: 0, the
 // dual's maximiser gammaD and a few multiples of it, and with a smooth
 // loss (whose gammaD comes from a chord of the conjugate term, which can
