@@ -1,6 +1,10 @@
 package protocol
 
-import "math"
+import (
+	"math"
+
+	"github.com/hyfed/hyfed/shared/schema"
+)
 
 // What a participant's plaintext numbers can be, given what the server
 // knows: its groups' sizes, the picks a round allows, the losses' ranges.
@@ -33,7 +37,44 @@ func (c *Coordinator) checkDirValues(k int, m Message) error {
 	if picks > 0 && m.GammaMax != 0 && m.GammaMax < 1-valueSlack {
 		return impossible("step limit %g: the direction keeps the picked dual values feasible at step 1", m.GammaMax)
 	}
+	return c.checkShareValues(k, m)
+}
+
+// checkShareValues checks a plaintext share of the direction, sum_n d_n
+// x_{k,n} over the picks of k's updating groups, where a schema bounds
+// every value the federation trains on (clipped, 0/1, the intercept):
+// each |d_n| <= 1 (the box), so |dw_j| <= picks x the column's bound. A
+// share beyond would make the other holders unable to seal x.u.
+func (c *Coordinator) checkShareValues(k int, m Message) error {
+	if c.prep == nil || c.prep.maps == nil || len(m.DW) == 0 {
+		return nil
+	}
+	cs := c.clients[k]
+	picks := 0
+	for _, gi := range c.updating {
+		if _, ok := cs.localGroup[gi]; ok {
+			picks += gramPicks(c.cfg, c.groups[gi].train)
+		}
+	}
+	for j, f := range cs.features {
+		if j >= len(m.DW) || f >= len(c.prep.maps) || !c.prep.ok[f] {
+			continue
+		}
+		b := columnBound(c.prep.maps[f])
+		if v := m.DW[j]; math.Abs(v) > float64(picks)*b*(1+valueSlack)+valueSlack {
+			return impossible("direction share %g on column %d: at most %d picked samples with values within ±%g, each moving by at most 1", v, f, picks, b)
+		}
+	}
 	return nil
+}
+
+// columnBound is the largest magnitude a column's map gives: its clip, or
+// for an unclipped map (a category's 0/1, the intercept's 1) the image of 1.
+func columnBound(mp schema.Map) float64 {
+	if mp.Clipped() {
+		return math.Max(math.Abs(mp.Lo), math.Abs(mp.Hi))
+	}
+	return math.Abs(mp.Apply(1) - mp.Apply(0))
 }
 
 // checkMetricValues checks a metrics reply against the samples of the

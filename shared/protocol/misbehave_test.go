@@ -10,6 +10,7 @@ import (
 	"github.com/hyfed/hyfed/shared/central"
 	"github.com/hyfed/hyfed/shared/dataset"
 	"github.com/hyfed/hyfed/shared/loss"
+	"github.com/hyfed/hyfed/shared/schema"
 	"github.com/hyfed/hyfed/shared/seal"
 )
 
@@ -311,5 +312,37 @@ func TestInflatedLossIsCaught(t *testing.T) {
 			}
 			t.Logf("model of round %d: true primal %.4g, undisturbed %.4g; notices %q", m.Round, pm, pWhole, f.coord.Notices())
 		})
+	}
+}
+
+// TestInflatedShareIsCaughtWithASchema: in a federation of own files the
+// schema bounds every value trained on, so a direction share a
+// participant inflates (which would leave its co-holders unable to seal
+// x.u) is impossible: it is dropped, and the others train on.
+func TestInflatedShareIsCaughtWithASchema(t *testing.T) {
+	d := makeOwnData(t, schema.LabelsShared)
+	cfg := Defaults()
+	cfg.Schema, cfg.Rounds, cfg.Lambda = d.sch, 40, 1e-2
+	f := newFed(t, d.blocks, cfg)
+	const liar = 2
+	f.mem.Observe = func(toServer bool, k int, m *Message) {
+		if toServer && k == liar && m.Kind == KindDirPart && f.coord.Round() >= 3 {
+			for j := range m.DW {
+				m.DW[j] *= 1e6
+			}
+		}
+	}
+	f.mem.OnError = func(int, error) {}
+	h := f.run(t)
+	for k, ci := range f.coord.Clients() {
+		if (ci.Dropped != "") != (k == liar) {
+			t.Fatalf("participant %d dropped: %q", k, ci.Dropped)
+		}
+	}
+	if why := f.coord.Clients()[liar].Dropped; !strings.Contains(why, "direction share") {
+		t.Fatalf("dropped for %q", why)
+	}
+	if last := h[len(h)-1]; last.Partial || len(h) != cfg.Rounds+1 {
+		t.Fatalf("%d rounds, the last partial %v", len(h), last.Partial)
 	}
 }
