@@ -14,7 +14,8 @@ import (
 // hyfed partition --names: named files the own-file reader takes against
 // the schema.json beside them, and what it says on stderr.
 func TestPartitionNames(t *testing.T) {
-	t.Setenv("HYFED_SKLEARN_DIR", "../../shared/dataset/testdata/sklearn")
+	// The dataset package's test files (the repository's shared/dataset).
+	t.Setenv("HYFED_SKLEARN_DIR", filepath.Join("..", "..", "shared", "dataset", "testdata", "sklearn"))
 	for _, tc := range []struct {
 		args    []string
 		files   int
