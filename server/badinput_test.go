@@ -121,40 +121,8 @@ func TestBadMessagesChangeNothing(t *testing.T) {
 	l, fed := ts.create(t, CreateRequest{Config: protocol.Config{Lambda: o.Lambda, Rounds: o.Rounds, IIC: o.IIC, Seed: uint64(o.Seed), Clients: len(p.Blocks), NumFeatures: p.Data.M()}}, sec, "bgv")
 	scheme, _ := seal.ByName("bgv")
 	med := &meddler{scheme: scheme, done: map[string]bool{}}
-	base := dialer()
-	var dials int
-	evil := func(ctx context.Context, url string, protos []string) (session.Conn, error) {
-		c, err := base(ctx, url, protos)
-		if err != nil {
-			return nil, err
-		}
-		dials++
-		med.Conn = c
-		return med, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	blocks := blockPtrs(p.Blocks)
-	errs := make(chan error, len(blocks))
-	var wg sync.WaitGroup
-	for i, b := range blocks {
-		welcomed := make(chan struct{})
-		dial := base
-		if i == 2 {
-			dial = evil
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := session.Run(ctx, l, b, session.Options{Dial: dial, RetryFor: 10 * time.Second,
-				OnWelcome: func(string, string) { close(welcomed) }})
-			errs <- err
-		}()
-		<-welcomed
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	errs, dials := runWrapped(t, l, blockPtrs(p.Blocks), func(c session.Conn) session.Conn { med.Conn = c; return med })
+	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -435,33 +403,8 @@ func TestBadRepliesDropTheParticipant(t *testing.T) {
 	l, fed := ts.create(t, CreateRequest{RoundTimeout: Duration(time.Minute),
 		Config: protocol.Config{Lambda: 1e-2, Rounds: rounds, IIC: 0.2, Quorum: 1, Seed: 3, Clients: len(p.Blocks), NumFeatures: p.Data.M()}}, sec, "bgv")
 	scheme, _ := seal.ByName("bgv")
-	base := dialer()
-	dials := 0
-	evil := func(ctx context.Context, url string, protos []string) (session.Conn, error) {
-		c, err := base(ctx, url, protos)
-		if err != nil {
-			return nil, err
-		}
-		dials++
-		return &shortReplies{Conn: c, scheme: scheme}, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	start := time.Now()
-	errs := make([]error, len(p.Blocks))
-	var wg sync.WaitGroup
-	for i, b := range blockPtrs(p.Blocks) {
-		dial := base
-		if i == 2 {
-			dial = evil
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[i] = session.Run(ctx, l, b, session.Options{Dial: dial, RetryFor: 10 * time.Second})
-		}()
-	}
-	wg.Wait()
+	errs, dials := runWrapped(t, l, blockPtrs(p.Blocks), func(c session.Conn) session.Conn { return &shortReplies{Conn: c, scheme: scheme} })
 	for i, err := range errs {
 		if (err != nil) != (i == 2) {
 			t.Fatalf("participant %d: %v", i, err)
@@ -503,4 +446,42 @@ func TestBadRepliesDropTheParticipant(t *testing.T) {
 	if dials != 3 {
 		t.Fatalf("the meddler connected %d times, want 3: sent away twice, then dropped", dials)
 	}
+}
+
+// runWrapped runs one participant per block, registered in block order,
+// the third (index 2) over the connections wrap makes of its own; it
+// returns each one's error and how often the third connected.
+func runWrapped(t *testing.T, l session.Link, blocks []*partition.Block, wrap func(session.Conn) session.Conn) ([]error, int) {
+	t.Helper()
+	base, dials := dialer(), 0
+	wrapped := func(ctx context.Context, url string, protos []string) (session.Conn, error) {
+		c, err := base(ctx, url, protos)
+		if err != nil {
+			return nil, err
+		}
+		dials++
+		return wrap(c), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	errs := make([]error, len(blocks))
+	var wg sync.WaitGroup
+	for i, b := range blocks {
+		dial := base
+		if i == 2 {
+			dial = wrapped
+		}
+		welcomed := make(chan struct{})
+		var once sync.Once
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer once.Do(func() { close(welcomed) }) // refused before any welcome
+			_, errs[i] = session.Run(ctx, l, b, session.Options{Dial: dial, RetryFor: 10 * time.Second,
+				OnWelcome: func(string, string) { once.Do(func() { close(welcomed) }) }})
+		}()
+		<-welcomed
+	}
+	wg.Wait()
+	return errs, dials
 }
