@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
@@ -91,11 +92,24 @@ func (c *chromiumEngine) popup(from page, sel string) page {
 }
 
 // openTab presses sel in the tab from, which opens a new tab (window.open),
-// and attaches to that tab.
+// and attaches to that tab. The press is the element's own click, as a user
+// gesture: a mouse click at its coordinates misses when the page's layout
+// moves between reading them and clicking (a finishing federation's page).
 func openTab(t testing.TB, b *browser, from *tab, sel string) *tab {
 	t.Helper()
 	opened := chromedp.WaitNewTarget(from.ctx, func(i *target.Info) bool { return i.Type == "page" })
-	from.do("press "+sel, chromedp.Click(sel))
+	js := fmt.Sprintf("(() => { const e = document.querySelector(%q); if (!e || e.hidden) return false; e.click(); return true; })()", sel)
+	from.do("wait for "+sel, chromedp.WaitVisible(sel))
+	gesture := func(p *runtime.EvaluateParams) { yes := true; p.UserGesture = &yes }
+	ctx, cancel := context.WithTimeout(from.ctx, callTimeout)
+	pressed, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js, gesture))
+	cancel()
+	if err != nil {
+		from.fatalf("%s: press %s: %v", from.name, sel, err)
+	}
+	if !pressed {
+		from.fatalf("%s: %s is not on the page to press", from.name, sel)
+	}
 	select {
 	case id, ok := <-opened:
 		if !ok {
