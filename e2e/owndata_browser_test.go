@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hyfed/hyfed/server"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/partition"
 	"github.com/hyfed/hyfed/shared/schema"
 	"github.com/hyfed/hyfed/shared/table"
@@ -50,7 +51,7 @@ func ownFilesInTabs(t *testing.T, start func(testing.TB) engine) {
 	fx := newOwnFixture(t)
 	ts := startServer(t)
 	req := server.NewCreateRequest()
-	req.Name, req.Clients, req.Schema, req.Rounds = "own files", 4, fx.sch, ownRounds
+	req.Name, req.Clients, req.Schema = "own files", 4, fx.sch
 	link, fed := createFederation(t, ts.URL, req)
 	e := start(t)
 	var tabs []page
@@ -93,10 +94,15 @@ func ownFilesInTabs(t *testing.T, start func(testing.TB) engine) {
 		t.Fatalf("%s: warnings %q, notices %q, %d left out, %d held out", e.name(), st.Warnings, st.Notices, st.LeftOut, st.Heldout)
 	}
 	fx.checkOwnModel(t, ts.URL, fed.ID)
+	if !st.Converged || !(float64(st.Model.Bound) <= protocol.DefaultTol) {
+		t.Fatalf("%s: finished at round %d, converged %v, bound %v: want stopped by the default tolerance", e.name(), st.Round, st.Converged, st.Model.Bound)
+	}
 	p := tabs[1]
 	shown := "held-out accuracy " + pageEval[string](p, fmt.Sprintf("hyfed.num(100 * %v, 4)", float64(st.Model.HeldoutAccuracy))) + " %"
+	// The model box says training stopped at its tolerance, and the bound.
 	p.waitJS("the finished page to name the model's accuracy apart from the last round's", fmt.Sprintf(`document.getElementById('status').textContent.startsWith('finished') &&
-  document.getElementById('model-box').dataset.state === 'finished' && document.getElementById('model-state').textContent.startsWith('Training finished') &&
+  document.getElementById('model-box').dataset.state === 'finished' && document.getElementById('model-state').textContent.startsWith('Training finished after ') &&
+  document.getElementById('model-state').textContent.includes('its tolerance reached') && /certified within [0-9.]+ %% of the optimum/.test(document.getElementById('model-state').textContent) &&
   document.getElementById('model-line').textContent === %s && document.getElementById('acc-label').textContent === 'held-out accuracy, last round'`,
 		jsString(fmt.Sprintf("round %d (the lowest objective), %s", st.Model.Round, shown))), 15*time.Second)
 	p.shot("own-" + e.name() + "-join.png")

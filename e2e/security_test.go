@@ -249,7 +249,7 @@ func TestDashboardAdmin(t *testing.T) {
 	blocks := loadBlocks(t, "synthetic:300,12", "horizontal:1")
 	ts := startServer(t)
 	name := "e2e: organizer"
-	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, ManualStart: true, RoundTimeout: server.Duration(30 * time.Second), Config: protocol.Config{Lambda: 1e-3, Rounds: 100000, IIC: 0.2, Clients: 1, NumFeatures: blocks[0].NumFeatures}})
+	link, fed := createFederation(t, ts.URL, server.CreateRequest{Name: name, ManualStart: true, RoundTimeout: server.Duration(30 * time.Second), Config: protocol.Config{Lambda: 1e-3, Rounds: 100000, Tol: protocol.NoTol, IIC: 0.2, Clients: 1, NumFeatures: blocks[0].NumFeatures}})
 	startNative(t, link, blocks) // stopped, and so refused, at the end: not waited for
 	waitStatus(t, ts.URL, fed.ID, "the participant to register", 30*time.Second, func(s server.Status) bool { return len(s.Participants) == 1 })
 

@@ -760,7 +760,7 @@ func TestProbeRegisteredBigFrames(t *testing.T) {
 	sec := secret.FromSeed(6)
 	const rounds = 400
 	l, fed := ts.create(t, CreateRequest{RoundTimeout: Duration(10 * time.Second),
-		Config: protocol.Config{Lambda: 1e-2, IIC: 0.2, Rounds: rounds, Quorum: 0.2, Clients: len(p.Blocks), NumFeatures: p.Data.M()}}, sec, "bgv")
+		Config: protocol.Config{Lambda: 1e-2, IIC: 0.2, Rounds: rounds, Tol: protocol.NoTol, Quorum: 0.2, Clients: len(p.Blocks), NumFeatures: p.Data.M()}}, sec, "bgv")
 	scheme, _ := seal.ByName("bgv")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

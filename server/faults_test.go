@@ -72,7 +72,7 @@ func TestTenthDropEveryRound(t *testing.T) {
 	ts := startServer(t, t.TempDir())
 	sec := secret.FromSeed(9)
 	l, fed := ts.create(t, CreateRequest{
-		RoundTimeout: Duration(10 * time.Second), Config: protocol.Config{Lambda: lambda, Rounds: 400, IIC: 0.3, Seed: 9, Clients: len(p.Blocks)}}, sec, "bgv")
+		RoundTimeout: Duration(10 * time.Second), Config: protocol.Config{Lambda: lambda, Rounds: 400, Tol: protocol.NoTol, IIC: 0.3, Seed: 9, Clients: len(p.Blocks)}}, sec, "bgv")
 	var drops atomic.Int64
 	var calm atomic.Bool
 	var mu sync.Mutex

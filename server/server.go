@@ -476,6 +476,9 @@ type Status struct {
 	// "finished" alone would hide (warnings).
 	Notices  []string `json:"notices,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Converged: training ended before its last round because the model
+	// was certified within the configuration's tol.
+	Converged bool `json:"converged,omitempty"`
 }
 
 // ModelSummary says which iterate the federation hands out.
@@ -484,6 +487,9 @@ type ModelSummary struct {
 	Best            bool  `json:"best"`
 	Primal          Float `json:"primal"`
 	HeldoutAccuracy Float `json:"heldout_accuracy"`
+	// Bound: the model's objective is at most this far above the optimum,
+	// relative, as the duality gap certifies (null: not yet; baselines).
+	Bound Float `json:"bound"`
 }
 
 // participantState names a registered participant's state for people:
@@ -533,7 +539,8 @@ func (f *federation) status() Status {
 	if f.coord.Started() {
 		m := f.coord.Model()
 		best = &m
-		st.Model = &ModelSummary{Round: m.Round, Best: m.Best, Primal: Float(m.Primal), HeldoutAccuracy: Float(m.HeldAcc)}
+		st.Model = &ModelSummary{Round: m.Round, Best: m.Best, Primal: Float(m.Primal), HeldoutAccuracy: Float(m.HeldAcc), Bound: Float(f.coord.Bound())}
+		st.Converged = f.coord.Converged() && f.coord.Finished()
 	}
 	st.Heldout, st.LeftOut, st.Notices = f.coord.NumHeldout(), f.coord.LeftOut(), f.coord.Notices()
 	st.Warnings = warnings(hist, best, f.coord.Finished())

@@ -321,8 +321,9 @@ func (f *federation) modelFile() (*model.Model, *model.Info, error) {
 	}
 	info := &model.Info{Source: "federation", Algorithm: f.meta.Algo, Scheme: f.meta.Scheme, Step: cfg.Step,
 		Loss: cfg.Loss, Lambda: cfg.Lambda, Fraction: cfg.Fraction, Inner: cfg.Inner, Clients: cfg.Clients,
-		Rounds: cfg.Rounds, ModelRound: it.Round, Best: it.Best, NumFeatures: len(it.W),
-		Metrics: model.Metrics{Primal: model.Num(it.Primal), HeldoutAccuracy: model.Num(it.HeldAcc), TrainAccuracy: model.Num(it.TrainAcc)}}
+		Rounds: f.coord.Round(), ModelRound: it.Round, Best: it.Best, NumFeatures: len(it.W),
+		Metrics: model.Metrics{Primal: model.Num(it.Primal), HeldoutAccuracy: model.Num(it.HeldAcc), TrainAccuracy: model.Num(it.TrainAcc),
+			Bound: model.Num(f.coord.Bound())}}
 	if cfg.Baseline() {
 		info.Step = ""
 	}

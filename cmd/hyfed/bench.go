@@ -27,6 +27,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	configFlags(fs, &o.Config)
 	// Fewer rounds than a run's default: only their time is measured.
 	fs.Lookup("rounds").DefValue, o.Rounds = "5", 5
+	fs.Lookup("tol").DefValue, o.Tol = "0", protocol.NoTol // every round timed
 	sealOnly := fs.Bool("seal-only", false, "only the per-value costs of the sealing scheme")
 	reps := fs.Int("reps", 3, "alternating encrypted/plaintext runs; medians are printed")
 	if err := parse(fs, args); err != nil {

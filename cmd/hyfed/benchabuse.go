@@ -57,7 +57,7 @@ func runBenchAbuse(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	var target server.CreateResponse
 	targetReq := server.CreateRequest{Name: "target",
-		Fingerprint: sec.Fingerprint(), Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Clients: 2, Rounds: 3}}
+		Fingerprint: sec.Fingerprint(), Config: protocol.Config{Lambda: protocol.DefaultLambda, IIC: protocol.DefaultIIC, Clients: 2, Rounds: 3, Tol: protocol.NoTol}}
 	if err := postJSON(ctx, base+"/api/federations", token, targetReq, &target); err != nil {
 		return err
 	}
@@ -256,7 +256,7 @@ func startMembers(ctx context.Context, base, token string, o membersOptions) (*m
 		return nil, err
 	}
 	req := server.CreateRequest{Name: "members", Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(10 * time.Second),
-		Config: protocol.Config{Lambda: 1e-2, IIC: 0.2, Clients: n, Rounds: o.Rounds, Quorum: 0.1, NumFeatures: p.Data.M()}}
+		Config: protocol.Config{Lambda: 1e-2, IIC: 0.2, Clients: n, Rounds: o.Rounds, Tol: protocol.NoTol, Quorum: 0.1, NumFeatures: p.Data.M()}}
 	var resp server.CreateResponse
 	if err := postJSON(ctx, base+"/api/federations", token, req, &resp); err != nil {
 		return nil, fmt.Errorf("members: create: %w", err)

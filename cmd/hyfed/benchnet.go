@@ -103,6 +103,7 @@ func runBenchNet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// The defaults (the default step, with group steps), as hyfed create.
 	req := server.CreateRequest{Name: "bench", Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(10 * time.Minute), Config: protocol.Defaults()}
 	req.Algo, req.Rounds, req.Clients, req.SealPrimal, req.NoGroupSteps = *algo, *rounds, len(p.Blocks), *sealPrimal, protocol.Off(!*groupSteps)
+	req.Tol = protocol.NoTol // every round timed
 	if *algo == protocol.AlgoHyFDCA {
 		req.Step = *step
 	}

@@ -128,6 +128,7 @@ func hyfdcaAlgo(lambda float64) cmpAlgo {
 		Run: func(ctx context.Context, p *experiment.Prepared, s cmpSetting, params map[string]float64, rounds int, seed int64) ([]cmpPoint, error) {
 			cfg := protocol.Defaults()
 			cfg.Lambda, cfg.Fraction, cfg.Rounds, cfg.IIC, cfg.Loss = lambda, s.Fraction, rounds, params["iic"], s.Loss
+			cfg.Tol = protocol.NoTol // the curves run every round, as the baselines' do
 			return runPoints(ctx, p, experiment.Options{Data: s.Data, Partition: s.Partition, Seed: seed, Plaintext: true, Config: cfg})
 		},
 		// IIC matters through the samples a group picks a round only: H

@@ -19,7 +19,9 @@ func configFlags(fs *flag.FlagSet, cfg *protocol.Config) {
 	fs.StringVar(&cfg.Loss, "loss", d.Loss, "loss: hinge or logistic")
 	cfg.Lambda = d.Lambda
 	fs.Var(positive{&cfg.Lambda}, "lambda", "L2 regularization lambda (> 0)")
-	fs.IntVar(&cfg.Rounds, "rounds", d.Rounds, "rounds to run")
+	fs.IntVar(&cfg.Rounds, "rounds", d.Rounds, "the most rounds to run")
+	cfg.Tol = d.Tol
+	fs.Var(tolFlag{&cfg.Tol}, "tol", "stop once the duality gap certifies the model within this relative distance of the optimal objective (0: run every round; the baselines have no dual and always do)")
 	fs.Float64Var(&cfg.Fraction, "fraction", d.Fraction, "probability that a participant is active in a round (1: all that are connected)")
 	fs.IntVar(&cfg.Inner, "inner", d.Inner, "H, the samples each sample group (block) or client (paper, baselines) updates a round; overrides --iic")
 	fs.Float64Var(&cfg.IIC, "iic", d.IIC, "inner iterations constant: H = ceil(IIC * N / participants)")
@@ -115,6 +117,32 @@ func (f directionsFlag) Set(s string) error {
 	*f.d = protocol.Directions(n)
 	if n == 0 {
 		*f.d = protocol.NoDirections
+	}
+	return nil
+}
+
+// tolFlag is --tol: a bound in (0, 1), 0 for none (the configuration's
+// zero is its default).
+type tolFlag struct{ t *protocol.Tolerance }
+
+func (f tolFlag) String() string {
+	if f.t == nil {
+		return ""
+	}
+	return strconv.FormatFloat(f.t.Bound(), 'g', -1, 64)
+}
+
+func (f tolFlag) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return err
+	}
+	if v != 0 && !(v > 0 && v < 1) {
+		return fmt.Errorf("%v: want a relative bound in (0, 1), or 0 to run every round", v)
+	}
+	*f.t = protocol.Tolerance(v)
+	if v == 0 {
+		*f.t = protocol.NoTol
 	}
 	return nil
 }

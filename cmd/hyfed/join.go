@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"time"
 
@@ -147,6 +148,13 @@ func learned(ctx context.Context, l session.Link, stderr io.Writer) error {
 	}
 	if st.Model == nil || st.Model.Round == 0 {
 		return errors.New("the federation's model is its starting point (round 0): training learned nothing")
+	}
+	if b := float64(st.Model.Bound); st.State == "finished" && !math.IsNaN(b) {
+		how := "its last round"
+		if st.Converged {
+			how = "its tolerance"
+		}
+		fmt.Fprintf(stderr, "finished at round %d (%s): the model (round %d) is certified within %.2g %% of the optimal objective\n", st.Round, how, st.Model.Round, 100*b)
 	}
 	return nil
 }

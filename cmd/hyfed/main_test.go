@@ -32,7 +32,7 @@ func lastJSON(t *testing.T, out string) map[string]any {
 func TestExperimentCommand(t *testing.T) {
 	csv := filepath.Join(t.TempDir(), "m.csv")
 	out, errOut, code := runCLI(t, "experiment", "--data", "synthetic:400,12", "--partition", "grid:2,2",
-		"--lambda", "1e-2", "--rounds", "50", "--metrics", csv)
+		"--lambda", "1e-2", "--rounds", "50", "--tol", "0", "--metrics", csv)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -53,7 +53,7 @@ func TestExperimentCommand(t *testing.T) {
 	}
 	// --plaintext: the same run without encryption, the same result.
 	out, errOut, code = runCLI(t, "experiment", "--data", "synthetic:400,12", "--partition", "grid:2,2",
-		"--lambda", "1e-2", "--rounds", "50", "--plaintext", "--quiet")
+		"--lambda", "1e-2", "--rounds", "50", "--tol", "0", "--plaintext", "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

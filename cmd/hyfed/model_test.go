@@ -84,7 +84,7 @@ func TestPredictMatchesExperiment(t *testing.T) {
 		t.Fatal(err)
 	}
 	if info.Source != "experiment" || info.Data != "mnist" || info.Partition != "quadrants:2" || !info.Best ||
-		info.ModelRound != int(num(t, s, "best_round")) || info.Rounds != 60 || info.NumFeatures != 785 ||
+		info.ModelRound != int(num(t, s, "best_round")) || info.Rounds != int(num(t, s, "rounds")) || info.NumFeatures != 785 ||
 		info.BiasFeature != 785 || info.BiasValue != dataset.Bias || *info.Metrics.Primal != num(t, s, "best_primal") ||
 		info.Metrics.Dual == nil || !(*info.Metrics.Dual <= *info.Metrics.Primal) {
 		t.Fatalf("sidecar %+v", info)

@@ -58,7 +58,7 @@ func experimentInfo(s *experiment.Summary, o experiment.Options, d *dataset.Data
 		Clients: s.Clients, Scheme: s.Scheme, Step: s.Step, Loss: s.Loss, Lambda: s.Lambda, Fraction: s.Fraction,
 		Inner: s.Inner, Seed: o.Seed, Rounds: s.Rounds, ModelRound: it.Round, Best: it.Best,
 		Metrics: model.Metrics{Primal: model.Num(it.Primal), HeldoutAccuracy: model.Num(it.HeldAcc),
-			TrainAccuracy: model.Num(it.TrainAcc), PStar: model.Num(s.PStar)}}
+			TrainAccuracy: model.Num(it.TrainAcc), PStar: model.Num(s.PStar), Bound: model.Num(float64(s.Bound))}}
 	info.BiasFeature, info.BiasValue = biasOf(d)
 	if it.Best {
 		info.Metrics.RelativeLoss = model.Num(float64(s.BestRelativeLoss))

@@ -89,7 +89,7 @@ func killMidTraining(t *testing.T, keys string, rounds int) {
 	defer cancel()
 	var resp server.CreateResponse
 	req := server.CreateRequest{
-		Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(5 * time.Second), Config: protocol.Config{Lambda: lambda, Rounds: rounds, IIC: 0.2, Seed: 5, Clients: len(p.Blocks), Keys: keys}}
+		Fingerprint: sec.Fingerprint(), RoundTimeout: server.Duration(5 * time.Second), Config: protocol.Config{Lambda: lambda, Rounds: rounds, Tol: protocol.NoTol, IIC: 0.2, Seed: 5, Clients: len(p.Blocks), Keys: keys}}
 	if err := postJSON(ctx, base+"/api/federations", token, req, &resp); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func killMidTraining(t *testing.T, keys string, rounds int) {
 	}
 	// The uninterrupted run, in process, with the same settings.
 	var whole []protocol.RoundMetrics
-	if _, err := experiment.RunPreparedWithHistory(ctx, p, experiment.Options{Partition: "grid:3,2", Seed: 5, PStar: opt.Primal, Plaintext: true, Config: protocol.Config{Lambda: lambda, Rounds: rounds, IIC: 0.2}}, &whole); err != nil {
+	if _, err := experiment.RunPreparedWithHistory(ctx, p, experiment.Options{Partition: "grid:3,2", Seed: 5, PStar: opt.Primal, Plaintext: true, Config: protocol.Config{Lambda: lambda, Rounds: rounds, Tol: protocol.NoTol, IIC: 0.2}}, &whole); err != nil {
 		t.Fatal(err)
 	}
 	last := st.History[len(st.History)-1]

@@ -361,9 +361,11 @@ func (s suiteSetting) label(name string) string {
 }
 
 // experimentArgs is the hyfed experiment command line of a row.
+// experimentArgs: every run goes all its rounds (--tol 0), since the suite
+// measures the rounds to each threshold.
 func (o suiteOptions) experimentArgs(s suiteSetting, step string) []string {
 	args := []string{"--data", s.Data, "--partition", s.Partition, "--fraction", fmtNum(s.Fraction), "--lambda", fmtNum(s.Lambda),
-		"--loss", s.Loss, "--step", step, "--rounds", strconv.Itoa(o.rounds), "--seed", strconv.FormatInt(o.seed, 10)}
+		"--loss", s.Loss, "--step", step, "--rounds", strconv.Itoa(o.rounds), "--tol", "0", "--seed", strconv.FormatInt(o.seed, 10)}
 	return append(args, o.commonArgs()...)
 }
 

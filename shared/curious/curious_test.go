@@ -166,9 +166,10 @@ func TestDualAttackSynthetic(t *testing.T) {
 }
 
 // defaults is the default configuration with a loss and a round count:
-// the traffic a curious server sees in a federation users run.
+// the traffic a curious server sees in a federation users run, every
+// round of it (no tolerance ends it: the attack is measured by round).
 func defaults(loss string, rounds int) protocol.Config {
 	c := protocol.Defaults()
-	c.Loss, c.Rounds = loss, rounds
+	c.Loss, c.Rounds, c.Tol = loss, rounds, protocol.NoTol
 	return c
 }

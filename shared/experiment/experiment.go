@@ -61,20 +61,26 @@ type Options struct {
 
 // Summary is the JSON line `hyfed experiment` prints last.
 type Summary struct {
-	Data          string             `json:"data"`
-	Partition     string             `json:"partition"`
-	Clients       int                `json:"clients"`
-	Step          string             `json:"step"`
-	GroupSteps    bool               `json:"group_steps,omitempty"`       // the block step's cross-group step
-	Shared        int                `json:"shared_directions,omitempty"` // the block step's leading directions priced apart
-	Scheme        string             `json:"scheme"`
-	Keys          string             `json:"keys,omitempty"` // "threshold"; absent: the shared key
-	SealPrimal    bool               `json:"seal_primal,omitempty"`
-	Loss          string             `json:"loss"`
-	Lambda        float64            `json:"lambda"`
-	Fraction      float64            `json:"fraction"`
-	Inner         int                `json:"inner"`
-	Rounds        int                `json:"rounds"`
+	Data       string  `json:"data"`
+	Partition  string  `json:"partition"`
+	Clients    int     `json:"clients"`
+	Step       string  `json:"step"`
+	GroupSteps bool    `json:"group_steps,omitempty"`       // the block step's cross-group step
+	Shared     int     `json:"shared_directions,omitempty"` // the block step's leading directions priced apart
+	Scheme     string  `json:"scheme"`
+	Keys       string  `json:"keys,omitempty"` // "threshold"; absent: the shared key
+	SealPrimal bool    `json:"seal_primal,omitempty"`
+	Loss       string  `json:"loss"`
+	Lambda     float64 `json:"lambda"`
+	Fraction   float64 `json:"fraction"`
+	Inner      int     `json:"inner"`
+	Rounds     int     `json:"rounds"` // run: at most the configuration's, fewer when the tolerance ends training
+	// Tol is the configuration's tolerance (0: none); Bound the certified
+	// relative distance of the handed-out model from the optimum
+	// (protocol.Coordinator.Bound); Converged that the bound ended training.
+	Tol           float64            `json:"tol"`
+	Bound         Float              `json:"bound"`
+	Converged     bool               `json:"converged"`
 	Primal        float64            `json:"primal"`
 	Dual          float64            `json:"dual"`
 	Gap           float64            `json:"gap"`
@@ -265,7 +271,7 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s.Step, s.Fraction, s.Rounds = cfg.Step, cfg.Fraction, cfg.Rounds
+	s.Step, s.Fraction, s.Rounds, s.Tol = cfg.Step, cfg.Fraction, cfg.Rounds, cfg.Tol.Bound()
 	s.GroupSteps = cfg.GroupSteps() && cfg.Step == protocol.StepBlock && !cfg.Baseline()
 	s.Shared = cfg.SharedDirections.Count()
 	if cfg.Baseline() {
@@ -362,6 +368,7 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 	}
 	s.Finish(h[len(h)-1], time.Since(start).Seconds())
 	s.Model = coord.Model()
+	s.Rounds, s.Bound, s.Converged = h[len(h)-1].Round, Float(coord.Bound()), coord.Converged()
 	return s, nil
 }
 

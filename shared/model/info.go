@@ -70,6 +70,9 @@ type Metrics struct {
 	TrainAccuracy   *float64 `json:"train_accuracy"`
 	PStar           *float64 `json:"pstar,omitempty"`
 	RelativeLoss    *float64 `json:"relative_loss,omitempty"`
+	// Bound is what the federation certified of the model: its objective
+	// is at most this far above the optimum, relative (the duality gap).
+	Bound *float64 `json:"bound,omitempty"`
 }
 
 // Num returns &v, or nil for NaN and infinities (JSON has no NaN).

@@ -280,7 +280,7 @@ func (c *Coordinator) checkpoint() *Checkpoint {
 	n := len(c.history)
 	rc := &roundCapture{scheme: c.scheme, alpha: make(seal.Vec, len(c.alpha))}
 	rc.rs = roundState{Version: roundVersion, SetupDigest: c.setupDigest, Round: c.round, W: slices.Clone(c.w),
-		History: c.history[:n:n], Finished: c.round >= c.cfg.Rounds, Best: c.best, Sigma: c.sigma, Kappa: slices.Clone(c.kappa),
+		History: c.history[:n:n], Finished: c.done(), Best: c.best, Sigma: c.sigma, Kappa: slices.Clone(c.kappa),
 		WStale: c.wStale, WVersion: c.wVersion, NeedFullIP: c.needFullIP, Lost: c.lostGroups(), Disputed: sortedSet(c.disputed)}
 	for ci, ch := range c.alpha {
 		rc.alpha[ci] = ch
@@ -473,6 +473,7 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 		c.disputed[gi] = true
 	}
 	c.round, c.history, c.started = rs.Round, rs.History, true
+	c.dualFromHistory()
 	c.reported = len(c.history) // a Ready before the restart carried them
 	c.cur = RoundMetrics{Seconds: map[string]float64{}}
 	c.needFullIP, c.wStale = true, rs.WStale

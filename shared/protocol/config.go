@@ -58,7 +58,11 @@ type Config struct {
 	// Gamma scales the paper rule's updates (0: 1).
 	Gamma    float64 `json:"gamma,omitempty"`
 	Fraction float64 `json:"fraction"` // chance a connected client is active in a round (0: 1, all)
-	Rounds   int     `json:"rounds"`   // 0: DefaultRounds
+	Rounds   int     `json:"rounds"`   // the most rounds; 0: DefaultRounds
+	// Tol stops training early, once the duality gap certifies the model
+	// handed out within Tol of the optimum (relative): 0 DefaultTol,
+	// NoTol never (the baselines have no dual and run every round).
+	Tol Tolerance `json:"tol"`
 	// Search picks the step along the round's direction: "dual" (the
 	// dual's maximiser, the default) or "primal" (the smallest primal
 	// keeping half the best dual gain).
@@ -186,6 +190,40 @@ func (d *Directions) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Tolerance is Config.Tol: 0 the default, NoTol none, else the bound. In
+// JSON it is the bound in effect, 0 for none, as Directions' count is.
+type Tolerance float64
+
+// NoTol runs every round.
+const NoTol Tolerance = -1
+
+// Bound is the relative bound in effect, 0 for none.
+func (t Tolerance) Bound() float64 {
+	switch {
+	case t < 0:
+		return 0
+	case t == 0:
+		return DefaultTol
+	}
+	return float64(t)
+}
+
+// MarshalJSON writes the bound in effect.
+func (t Tolerance) MarshalJSON() ([]byte, error) { return json.Marshal(t.Bound()) }
+
+// UnmarshalJSON reads a bound, 0 for none.
+func (t *Tolerance) UnmarshalJSON(b []byte) error {
+	var v float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*t = Tolerance(v)
+	if v == 0 {
+		*t = NoTol
+	}
+	return nil
+}
+
 // synced reports whether the step rule picks the same samples at every
 // holder of a group and moves the dual values by a server-chosen step
 // (block), rather than each client on its own (paper).
@@ -195,7 +233,12 @@ func (c *Config) synced() bool { return c.Step != StepPaper }
 const (
 	DefaultLambda = 1e-3
 	DefaultIIC    = 0.2
-	DefaultRounds = 100
+	// DefaultRounds is a cap: DefaultTol ends most federations earlier
+	// (docs/design.md, "When training stops").
+	DefaultRounds = 300
+	// DefaultTol: a model certified within 1 % of the optimal objective,
+	// the accuracy the convergence targets ask for.
+	DefaultTol = 1e-2
 	// DefaultKeyCommittee and DefaultKeyThreshold: 2-of-3 threshold keys.
 	// t = 2 is the smallest t under which the server together with one
 	// participant (one leaked key, one stolen laptop) opens nothing; each
@@ -219,7 +262,7 @@ const (
 // step's search, the quorum) are filled by Validate.
 func Defaults() Config {
 	return Config{Algo: AlgoHyFDCA, Loss: "hinge", Lambda: DefaultLambda, Step: StepBlock, IIC: DefaultIIC,
-		Fraction: 1, Rounds: DefaultRounds, Gamma: 1, SharedDirections: gram.SharedDirections, Search: SearchDual,
+		Fraction: 1, Rounds: DefaultRounds, Tol: DefaultTol, Gamma: 1, SharedDirections: gram.SharedDirections, Search: SearchDual,
 		Quorum: 0.5, Keys: KeysShared, KeyCommittee: DefaultKeyCommittee, KeyThreshold: DefaultKeyThreshold}
 }
 
@@ -359,6 +402,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Rounds < 0 {
 		return fmt.Errorf("config: rounds %d must not be negative", c.Rounds)
+	}
+	if c.Tol == 0 {
+		c.Tol = DefaultTol
+	}
+	if c.Tol != NoTol && !(c.Tol > 0 && c.Tol < 1) {
+		return fmt.Errorf("config: tol %v must be in (0, 1) (0: run every round)", float64(c.Tol))
 	}
 	if c.Clients < 1 {
 		return fmt.Errorf("config: clients %d must be at least 1", c.Clients)

@@ -141,7 +141,11 @@ type Coordinator struct {
 	cur     RoundMetrics
 	history []RoundMetrics
 	best    *Iterate // the certified iterate with the lowest primal so far
-	out     []Envelope
+	// dualMax is the largest dual of the complete rounds since the
+	// objective last changed, if dualSeen (coordinator_stop.go).
+	dualMax  float64
+	dualSeen bool
+	out      []Envelope
 
 	// round scratch
 	updating   []int // groups updated this round

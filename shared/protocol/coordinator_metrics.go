@@ -103,6 +103,7 @@ func (c *Coordinator) record(replies map[int]Message, gi int, partial bool) {
 	}
 	c.history = append(c.history, *r)
 	c.keepIfBest(*r)
+	c.noteDual(*r)
 	c.cur = RoundMetrics{Seconds: map[string]float64{}}
 }
 

@@ -88,7 +88,7 @@ func (c *Coordinator) maybeReform() {
 		c.sendNorms(k)
 	}
 	c.needFullIP = true
-	c.best = nil
+	c.best, c.dualSeen = nil, false
 	c.cur.Reformed = true
 	c.note(fmt.Sprintf("From round %d the federation trains without the %d samples of the groups it lost (a dropped holder's, or disputed): "+
 		"the dual values, the counts and w start from the rest, and the model handed out is the best since", c.round+1, samples))

@@ -31,11 +31,11 @@ func (c *Coordinator) nextRound() {
 	if c.checkpoints {
 		c.snap = c.checkpoint()
 	}
-	if (c.paused || !c.quorate()) && c.round < c.cfg.Rounds {
+	if (c.paused || !c.quorate()) && !c.done() {
 		c.waiting = true
 		return
 	}
-	if c.round >= c.cfg.Rounds {
+	if c.done() {
 		for _, k := range c.connected() {
 			c.send(k, Message{Kind: KindDone, Round: c.round})
 		}

@@ -110,6 +110,9 @@ var testSecret = secret.FromSeed(7)
 func newFedScheme(t testing.TB, blocks []partition.Block, cfg Config, scheme seal.Scheme) *fed {
 	t.Helper()
 	cfg.Clients = len(blocks)
+	if cfg.Tol == 0 {
+		cfg.Tol = NoTol // the tests measure the rounds they ask for; stop_test.go the stopping rule
+	}
 	c, err := NewCoordinator(cfg, scheme)
 	if err != nil {
 		t.Fatal(err)

@@ -79,7 +79,8 @@ function setState(s) {
 function setRound(r) {
   $('round').textContent = r;
   const T = status ? status.config.rounds : 0;
-  const pct = T > 0 ? Math.min(100, 100 * r / T) : 0;
+  // A federation may finish before its last round (its tolerance reached).
+  const pct = status && status.state === 'finished' ? 100 : T > 0 ? Math.min(100, 100 * r / T) : 0;
   $('progress-fill').style.width = pct + '%';
   $('progress').setAttribute('aria-valuenow', pct.toFixed(0));
 }

@@ -144,6 +144,11 @@
     return Number(v).toPrecision(d || 4);
   }
 
+  // pct writes a relative bound as a percentage with two significant digits.
+  function pct(v) {
+    return +(100 * v).toPrecision(2) + ' %';
+  }
+
   function bytes(n) {
     if (n === null || n === undefined) return '–';
     const u = ['B', 'kB', 'MB', 'GB'];
@@ -468,11 +473,14 @@
       // A run that learned nothing, or went wrong on the way, is not a success.
       const troubled = m.round === 0 || !!(s.warnings && s.warnings.length);
       box.dataset.troubled = troubled ? '1' : '';
+      // The duality gap's certificate: how far above the optimum the model can be.
+      const certified = typeof m.bound === 'number' ? ' Its objective is certified within ' + pct(m.bound) + ' of the optimum.' : '';
       if (s.state === 'finished') {
         line.textContent = (troubled ? 'Training ended (' + s.round + ' rounds) with warnings (at the top of the page). '
+          : s.converged ? 'Training finished after ' + s.round + ' rounds, its tolerance reached. '
           : 'Training finished (' + s.round + ' rounds). ') +
           (m.round === 0 ? 'The model is round 0, its starting point (every weight 0): it has learned nothing.'
-            : 'The model is round ' + m.round + (m.best ? ', the best one (lowest objective' + (m.round !== s.round ? '; the last round was worse' : '') + ')' : '') + acc + '.');
+            : 'The model is round ' + m.round + (m.best ? ', the best one (lowest objective' + (m.round !== s.round ? '; the last round was worse' : '') + ')' : '') + acc + '.' + certified);
       } else if (s.state === 'stopped' || s.state === 'broken') {
         line.textContent = 'Training ended early (' + s.state + ', round ' + s.round + '). The model is ' + which + '.';
       } else if (s.state === 'paused' || s.state === 'pausing') {

@@ -56,6 +56,7 @@ $('form').addEventListener('submit', async (e) => {
       loss: $('loss').value,
       lambda: numberOf('lambda', 'λ'),
       rounds: numberOf('rounds', 'rounds', true),
+      tol: numberOf('tol', 'tolerance'),
       fraction: numberOf('fraction', 'fraction'),
       iic: numberOf('iic', 'IIC'),
       min_participants: numberOf('min', 'minimum participants', true),
