@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/hyfed/hyfed/server"
-	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/partition"
+	"github.com/hyfed/hyfed/shared/protocol"
 	"github.com/hyfed/hyfed/shared/schema"
 	"github.com/hyfed/hyfed/shared/table"
 )
