@@ -88,6 +88,9 @@ func (ts *testServer) create(t *testing.T, req CreateRequest, sec secret.Secret,
 	if req.Keys == protocol.KeysThreshold {
 		frag = session.SecretPrefix(session.SchemeThreshold) + sec.String()
 	}
+	if req.Pseudonyms == protocol.PseudonymsOPRF {
+		frag += "&" + session.OPRFParam
+	}
 	l, err := session.ParseLink(ts.http.URL + resp.JoinPath + "&secret=" + frag)
 	if err != nil {
 		t.Fatal(err)

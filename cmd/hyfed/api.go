@@ -19,13 +19,18 @@ import (
 
 // joinLink completes the server's join path (which carries the invite
 // after '#') with the secret, which only the organizer has, prefixed with
-// the key mode of the federation req created ("plaintext:", "threshold:").
+// the key mode of the federation req created ("plaintext:", "threshold:"),
+// and says if the samples are aligned by OPRF pseudonyms.
 func joinLink(base string, resp *server.CreateResponse, sec secret.Secret, req server.CreateRequest) string {
 	scheme := req.Scheme
 	if req.Keys == protocol.KeysThreshold {
 		scheme = session.SchemeThreshold
 	}
-	return strings.TrimRight(base, "/") + resp.JoinPath + "&secret=" + session.SecretPrefix(scheme) + sec.String()
+	link := strings.TrimRight(base, "/") + resp.JoinPath + "&secret=" + session.SecretPrefix(scheme) + sec.String()
+	if req.Pseudonyms == protocol.PseudonymsOPRF {
+		link += "&" + session.OPRFParam
+	}
+	return link
 }
 
 // postJSON posts in as JSON to a hyfed server's API with a bearer token

@@ -303,7 +303,11 @@ func RunPreparedWithHistory(ctx context.Context, p *Prepared, o Options, hist *[
 				return nil, err
 			}
 		}
-		return protocol.NewParticipant(&p.Blocks[k], sec, key)
+		pt, err := protocol.NewParticipant(&p.Blocks[k], sec, key)
+		if err == nil && cfg.OPRF() {
+			pt.AlignByOPRF()
+		}
+		return pt, err
 	})
 	if err != nil {
 		return nil, err

@@ -134,6 +134,10 @@ func NewEvaluator(share *KeyShare) (*Evaluator, error) {
 	}, nil
 }
 
+// Share returns a copy of the member's key share: what a member must keep
+// (or a test pools) to evaluate again.
+func (e *Evaluator) Share() *KeyShare { return &KeyShare{Index: e.index, Secret: e.secret.Copy()} }
+
 // Declare records the participant's row count. It is fixed once made: a
 // second declaration with another count is refused, since raising it would
 // raise the budget.

@@ -211,6 +211,7 @@ type helloState struct {
 	Magnitudes []int
 	Labelled   bool
 	Bias       float64
+	Digest     string // OPRF pseudonyms: the hello's digest of its ids
 }
 
 // prepCheckpoint is prepState as saved: the sealed sums, the samples left
@@ -307,7 +308,7 @@ func (c *Coordinator) encodeSetup() []byte {
 		h := helloState{}
 		if cs.hello != nil {
 			h = helloState{Registered: true, Pseudonyms: cs.hello.Pseudonyms, Heldout: cs.hello.Heldout, Features: cs.hello.Features,
-				Magnitudes: cs.hello.Magnitudes, Labelled: cs.hello.Labelled, Bias: cs.hello.Bias}
+				Magnitudes: cs.hello.Magnitudes, Labelled: cs.hello.Labelled, Bias: cs.hello.Bias, Digest: cs.hello.Digest}
 		}
 		st.Clients = append(st.Clients, h)
 	}
@@ -367,7 +368,7 @@ func Restore(scheme seal.Scheme, setup, round []byte) (*Coordinator, error) {
 		cs := &clientState{}
 		if h.Registered {
 			cs.hello = &Message{Kind: KindHello, Pseudonyms: h.Pseudonyms, Heldout: h.Heldout, Features: h.Features,
-				NumFeatures: st.NumFeatures, Fingerprint: st.Fingerprint, Magnitudes: h.Magnitudes, Labelled: h.Labelled, Bias: h.Bias}
+				NumFeatures: st.NumFeatures, Fingerprint: st.Fingerprint, Magnitudes: h.Magnitudes, Labelled: h.Labelled, Bias: h.Bias, Digest: h.Digest}
 		}
 		c.clients = append(c.clients, cs)
 	}

@@ -121,6 +121,12 @@ type Config struct {
 	KeyCommittee int `json:"key_committee,omitempty"`
 	KeyThreshold int `json:"key_threshold,omitempty"`
 
+	// Pseudonyms says how record ids become the pseudonyms samples are
+	// aligned by: "keyed" (a keyed hash under the link secret, which every
+	// participant can compute; the default) or "oprf" (a threshold OPRF
+	// the key committee evaluates: no party computes one alone).
+	Pseudonyms string `json:"pseudonyms,omitempty"`
+
 	// Schema, when set, is the federation's schema: participants join with
 	// their own files; the feature count and the intercept follow from it
 	// (docs/own-data.md).
@@ -250,6 +256,15 @@ const (
 	DefaultKeyThreshold = 2
 )
 
+// Pseudonym modes (Config.Pseudonyms).
+const (
+	PseudonymsKeyed = "keyed"
+	PseudonymsOPRF  = "oprf"
+)
+
+// OPRF reports whether samples are aligned by OPRF pseudonyms.
+func (c *Config) OPRF() bool { return c.Pseudonyms == PseudonymsOPRF }
+
 // Key modes (Config.Keys).
 const (
 	KeysShared    = "shared"
@@ -263,7 +278,7 @@ const (
 func Defaults() Config {
 	return Config{Algo: AlgoHyFDCA, Loss: "hinge", Lambda: DefaultLambda, Step: StepBlock, IIC: DefaultIIC,
 		Fraction: 1, Rounds: DefaultRounds, Tol: DefaultTol, Gamma: 1, SharedDirections: gram.SharedDirections, Search: SearchDual,
-		Quorum: 0.5, Keys: KeysShared, KeyCommittee: DefaultKeyCommittee, KeyThreshold: DefaultKeyThreshold}
+		Quorum: 0.5, Pseudonyms: PseudonymsKeyed, Keys: KeysShared, KeyCommittee: DefaultKeyCommittee, KeyThreshold: DefaultKeyThreshold}
 }
 
 // InnerFor is H from IIC, the one formula: ceil(iic * N / clients), at
@@ -447,6 +462,12 @@ func (c *Config) validateSchema() error {
 // validateKeys checks the key mode and, for threshold keys, the committee
 // and t (0: the defaults).
 func (c *Config) validateKeys() error {
+	if c.Pseudonyms == "" {
+		c.Pseudonyms = PseudonymsKeyed
+	}
+	if c.Pseudonyms != PseudonymsKeyed && c.Pseudonyms != PseudonymsOPRF {
+		return fmt.Errorf("config: pseudonyms %q: want %s or %s", c.Pseudonyms, PseudonymsKeyed, PseudonymsOPRF)
+	}
 	if c.Keys == "" {
 		c.Keys = KeysShared
 	}

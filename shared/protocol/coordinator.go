@@ -199,6 +199,7 @@ type Coordinator struct {
 	// keys is the threshold key's public side (nil: shared keys, or
 	// before the key setup).
 	keys *keyState
+	oprf *oprfState // the pseudonym phase, while it runs
 	// A federation with a schema: the statistics layout (from the
 	// alignment) and what the preparation found (prepare.go).
 	stats   *statLayout

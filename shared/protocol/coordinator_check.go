@@ -44,6 +44,8 @@ func (c *Coordinator) check(k int, m Message) error {
 	switch m.Kind {
 	case KindKeyShare, KindKeyDealt, KindKeyReady:
 		return c.checkKeys(k, m)
+	case KindOPRFKey, KindOPRFDealt, KindOPRFBlinded, KindOPRFEvaluated, KindPseudonyms:
+		return c.checkOPRF(k, m)
 	case KindGramPart:
 		// Only the chunks of the client's updating groups' Grams.
 		per := gramChunks(blockPicks(c.cfg), c.scheme.ChunkLen())

@@ -1,12 +1,14 @@
 package protocol
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
-	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/hyfed/hyfed/shared/seal"
 )
@@ -30,7 +32,7 @@ func (c *Coordinator) connect(k int, h Message) error {
 	if c.fingerprint != "" && h.Fingerprint != c.fingerprint {
 		return Errorf(CodeWrongSecret, "key fingerprint does not match the federation's: the link's secret is not this federation's")
 	}
-	if err := checkHello(&h); err != nil {
+	if err := checkHello(&h, c.cfg.OPRF()); err != nil {
 		return err
 	}
 	// The federation's feature count is its own (declared, or what most
@@ -112,7 +114,11 @@ func (c *Coordinator) connect(k int, h Message) error {
 	}
 	hc := h
 	cs.hello, cs.connected, cs.refused = &hc, true, ""
-	if !c.holdStart && c.numConnected() == c.cfg.Clients {
+	if c.oprf != nil {
+		c.oprf.broken = true
+	}
+	// While the pseudonym phase runs, its end begins again (oprfAgain).
+	if !c.holdStart && c.numConnected() == c.cfg.Clients && c.oprf == nil {
 		c.begin()
 	}
 	return nil
@@ -130,9 +136,17 @@ func (c *Coordinator) resumeIfQuorate() {
 	}
 }
 
-// checkHello validates a registration on its own.
-func checkHello(h *Message) error {
-	if len(h.Pseudonyms) == 0 || len(h.Pseudonyms) != len(h.Heldout) {
+// checkHello validates a registration on its own. With OPRF pseudonyms
+// it carries none (the pseudonym phase makes them) but a digest of its ids.
+func checkHello(h *Message, byOPRF bool) error {
+	switch {
+	case byOPRF && len(h.Pseudonyms) > 0:
+		return Errorf(CodeSchema, "hello: keyed pseudonyms, but this federation aligns samples by OPRF pseudonyms: join with the link the organizer was given, which says so (pseudonyms=oprf)")
+	case byOPRF && (len(h.Heldout) == 0 || len(h.Digest) != pseudonymHex*2):
+		return Errorf(CodeBadField, "hello: %d held-out flags and a digest of %d characters (want rows and %d)", len(h.Heldout), len(h.Digest), pseudonymHex*2)
+	case !byOPRF && len(h.Pseudonyms) == 0 && len(h.Digest) > 0:
+		return Errorf(CodeSchema, "hello: no pseudonyms: this participant's link says OPRF pseudonyms, but the federation aligns by keyed ones")
+	case !byOPRF && (len(h.Pseudonyms) == 0 || len(h.Pseudonyms) != len(h.Heldout)):
 		return Errorf(CodeBadField, "hello: %d pseudonyms, %d held-out flags", len(h.Pseudonyms), len(h.Heldout))
 	}
 	if h.NumFeatures < 1 || len(h.Features) == 0 {
@@ -184,6 +198,10 @@ func (c *Coordinator) begin() {
 			cs.hello = nil
 		}
 	}
+	if c.needPseudonyms() {
+		c.pseudonymSetup() // then begin again
+		return
+	}
 	if err := c.align(); err != nil {
 		var r *refusal
 		if errors.As(err, &r) {
@@ -225,13 +243,19 @@ func (c *Coordinator) ExpectFingerprint(fp string) { c.fingerprint = fp }
 // Started reports whether alignment has happened.
 func (c *Coordinator) Started() bool { return c.started }
 
+// sameHello reports whether a returning participant brings the block it
+// registered: the same pseudonyms or, with OPRF pseudonyms (which the
+// hello does not carry), the same digest of its ids.
 func sameHello(a, b *Message) bool {
-	if len(a.Pseudonyms) != len(b.Pseudonyms) || len(a.Features) != len(b.Features) || a.Fingerprint != b.Fingerprint ||
-		a.Labelled != b.Labelled || a.Bias != b.Bias || !slices.Equal(a.Magnitudes, b.Magnitudes) {
+	if len(a.Heldout) != len(b.Heldout) || len(a.Features) != len(b.Features) || a.Fingerprint != b.Fingerprint ||
+		a.Labelled != b.Labelled || a.Bias != b.Bias || a.Digest != b.Digest || !slices.Equal(a.Magnitudes, b.Magnitudes) {
 		return false
 	}
-	for i := range a.Pseudonyms {
-		if a.Pseudonyms[i] != b.Pseudonyms[i] || a.Heldout[i] != b.Heldout[i] {
+	if a.Digest == "" && !slices.Equal(a.Pseudonyms, b.Pseudonyms) {
+		return false
+	}
+	for i := range a.Heldout {
+		if a.Heldout[i] != b.Heldout[i] {
 			return false
 		}
 	}
@@ -244,7 +268,11 @@ func sameHello(a, b *Message) bool {
 }
 
 // align matches samples by pseudonym, forms sample groups (samples with the
-// same holders) and lays slots out group by group.
+// same holders) and lays slots out group by group. Nothing but equality of
+// pseudonyms counts: groups follow in the order of their holder sets, a
+// group's samples in its first holder's order, and its key names the
+// holders, so any pseudonyms that match the same samples (a keyed hash, an
+// OPRF's outputs) give the same layout, picks and model.
 func (c *Coordinator) align() error {
 	if err := c.fixFeatureCount(); err != nil {
 		return err
@@ -253,6 +281,7 @@ func (c *Coordinator) align() error {
 		holders []int
 		flags   []bool // each holder's held-out flag
 		heldout bool
+		seq     int // first seen: the lowest holder's row, in hello order
 	}
 	byPseud := map[string]*sample{}
 	clients := 0
@@ -264,7 +293,7 @@ func (c *Coordinator) align() error {
 		for i, p := range cs.hello.Pseudonyms {
 			s := byPseud[p]
 			if s == nil {
-				s = &sample{}
+				s = &sample{seq: len(byPseud)}
 				byPseud[p] = s
 			}
 			s.holders = append(s.holders, k)
@@ -316,10 +345,10 @@ func (c *Coordinator) align() error {
 		gl[gi].members = append(gl[gi].members, p)
 	}
 	for _, g := range gl {
-		sort.Strings(g.members)
-		g.key = g.members[0]
+		slices.SortFunc(g.members, func(a, b string) int { return cmp.Compare(byPseud[a].seq, byPseud[b].seq) })
+		g.key = groupKey(g.holders)
 	}
-	sort.Slice(gl, func(a, b int) bool { return gl[a].key < gl[b].key })
+	slices.SortFunc(gl, func(a, b *gs) int { return slices.Compare(a.holders, b.holders) })
 	// Each group starts on a chunk boundary: a chunk then only ever holds
 	// samples of one holder set, and whoever is sent it may open all of it.
 	sizes := make([]int, len(gl))
@@ -410,6 +439,18 @@ func (c *Coordinator) align() error {
 		return r
 	}
 	return nil
+}
+
+// groupKey names a sample group by its holders: the holders seed their
+// picks with it (under the federation secret, so the server cannot).
+func groupKey(holders []int) string {
+	var b strings.Builder
+	b.WriteString("holders")
+	for _, k := range holders {
+		b.WriteByte(' ')
+		b.WriteString(strconv.Itoa(k))
+	}
+	return b.String()
 }
 
 // heldTwice refuses, naming both, two holders of a sample group that hold
@@ -541,7 +582,7 @@ func (c *Coordinator) slotGroup(sl int) int {
 func (c *Coordinator) setupFor(k int) *Setup {
 	cs := c.clients[k]
 	n := len(cs.slots)
-	s := &Setup{Slots: cs.slots, NumTrain: c.numTrain, Config: c.cfg,
+	s := &Setup{Client: k, Slots: cs.slots, NumTrain: c.numTrain, Config: c.cfg,
 		Group: make([]int, n), Holders: make([]int, n), Lost: c.localLost(k)}
 	for i, sl := range cs.slots {
 		g := c.slotGroup(sl)

@@ -22,23 +22,28 @@ func sortedKeys(m map[int]Message) []int {
 // Phases, named for what travels in them (metrics, transcripts and the
 // pages report time by phase).
 const (
-	PhaseKeys      = "keys"      // threshold keys: the parties' setup shares
-	PhaseKeyDeal   = "key-deal"  // the committee deals its Shamir shares
-	PhaseKeyReady  = "key-ready" // the committee holds its shares
-	PhasePrepare   = "prepare"   // a schema's preparation: label codes and column statistics
-	PhaseSetup     = "setup"     // the squared norms
-	PhaseRefresh   = "refresh"   // a returning participant's primal contribution
-	PhaseMargins   = "margins"   // every inner product x.w, afresh
-	PhaseScore     = "score"     // the model's loss and accuracy sums
-	PhaseGram      = "gram"      // the picks' partial Grams
-	PhaseSolve     = "solve"     // a group's summed Gram to its solver, its direction back
-	PhaseDirection = "direction" // the groups' directions out, each holder's share of dw back
-	PhaseOpen      = "open"      // a participant opens a sealed aggregate
-	PhaseTrial     = "trial"     // the round's primal direction out, x.u back
-	PhasePrice     = "price"     // the sums x.u out, the candidate steps priced back
-	PhaseApply     = "apply"     // the chosen step out, the sealed dual update back
-	PhaseStep      = "step"      // the paper's rule: each participant's local steps
-	PhaseLocal     = "local"     // the baselines: local steps and sealed weights
+	PhaseOPRFKeys  = "oprf-keys"  // OPRF pseudonyms: the members' channel keys
+	PhaseOPRFDeal  = "oprf-deal"  // the members deal the OPRF key
+	PhaseOPRFBlind = "oprf-blind" // every participant's blinded ids
+	PhaseOPRFEval  = "oprf-eval"  // the members evaluate them
+	PhaseOPRFFinal = "oprf-final" // every participant's pseudonyms
+	PhaseKeys      = "keys"       // threshold keys: the parties' setup shares
+	PhaseKeyDeal   = "key-deal"   // the committee deals its Shamir shares
+	PhaseKeyReady  = "key-ready"  // the committee holds its shares
+	PhasePrepare   = "prepare"    // a schema's preparation: label codes and column statistics
+	PhaseSetup     = "setup"      // the squared norms
+	PhaseRefresh   = "refresh"    // a returning participant's primal contribution
+	PhaseMargins   = "margins"    // every inner product x.w, afresh
+	PhaseScore     = "score"      // the model's loss and accuracy sums
+	PhaseGram      = "gram"       // the picks' partial Grams
+	PhaseSolve     = "solve"      // a group's summed Gram to its solver, its direction back
+	PhaseDirection = "direction"  // the groups' directions out, each holder's share of dw back
+	PhaseOpen      = "open"       // a participant opens a sealed aggregate
+	PhaseTrial     = "trial"      // the round's primal direction out, x.u back
+	PhasePrice     = "price"      // the sums x.u out, the candidate steps priced back
+	PhaseApply     = "apply"      // the chosen step out, the sealed dual update back
+	PhaseStep      = "step"       // the paper's rule: each participant's local steps
+	PhaseLocal     = "local"      // the baselines: local steps and sealed weights
 )
 
 // phaseSpec is one phase: the request the coordinator sends its targets,
@@ -72,6 +77,11 @@ var roundPhases = []phaseSpec{
 // otherPhases are the phases outside the block step's round: before the
 // first round, and the other rules' rounds.
 var otherPhases = []phaseSpec{
+	{PhaseOPRFKeys, KindOPRFSetup, KindOPRFKey, false, "OPRF pseudonyms, before the alignment (oprfKeysIn)"},
+	{PhaseOPRFDeal, KindOPRFKeys, KindOPRFDealt, false, "OPRF pseudonyms (oprfDealtIn)"},
+	{PhaseOPRFBlind, KindOPRFShares, KindOPRFBlinded, false, "OPRF pseudonyms (oprfBlindedIn)"},
+	{PhaseOPRFEval, KindOPRFEval, KindOPRFEvaluated, false, "OPRF pseudonyms (oprfEvaluatedIn)"},
+	{PhaseOPRFFinal, KindOPRFEvals, KindPseudonyms, false, "OPRF pseudonyms, then the alignment"},
 	{PhaseKeys, KindKeySetup, KindKeyShare, false, "threshold keys, before the setup (keySharesIn)"},
 	{PhaseKeyDeal, KindKeySetups, KindKeyDealt, false, "threshold keys (keyDealtIn)"},
 	{PhaseKeyReady, KindKeyShares, KindKeyReady, false, "threshold keys"},
@@ -195,6 +205,9 @@ func (c *Coordinator) disconnect(k int) {
 		cs := c.clients[k]
 		cs.connected, cs.ready = false, false
 		c.keysGone(k)
+		if c.oprf != nil {
+			c.oprf.broken = true
+		}
 		if p := c.phase; p != nil && p.waiting[k] {
 			delete(p.waiting, k)
 			p.dropped = append(p.dropped, k)

@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"slices"
+
 	"github.com/hyfed/hyfed/shared/seal"
 	"github.com/hyfed/hyfed/shared/solve"
 )
@@ -58,6 +60,9 @@ type FrameLimit struct {
 // its per-feature values and, under threshold keys, the key layer's
 // messages of a committee member.
 func (c *Coordinator) FrameLimit(k int) FrameLimit {
+	if k >= 0 && k < len(c.clients) && c.clients[k].hello != nil && c.oprf != nil {
+		return FrameLimit{Bytes: c.oprfFrameBytes(k)}
+	}
 	if k < 0 || k >= len(c.clients) || c.clients[k].hello == nil || !(c.aligned || c.started) {
 		return FrameLimit{Bytes: MaxFrameBytes(FrameSize{})}
 	}
@@ -139,6 +144,27 @@ func (c *Coordinator) keyFrameBytes() int {
 	jobs := switchRequestJobs + 2*len(c.clients)
 	switched := jobs * (4 + 2*poly + head)
 	return max(setup, dealt, switched)
+}
+
+// oprfFrameBytes bounds participant k's frames in the pseudonym phase:
+// its pseudonyms (a JSON string each) and its blinded ids or, from a
+// member, its dealing or the evaluations of every participant's ids with
+// their proofs.
+func (c *Coordinator) oprfFrameBytes(k int) int {
+	const point, head = 32, 256 // an encoded element; a batch's header, context and proof
+	rows := len(c.clients[k].hello.Heldout)
+	keys := head + point*rows
+	if slices.Contains(c.oprf.members, k) {
+		all := 0
+		for _, cs := range c.clients {
+			if cs.hello != nil {
+				all += head + point*len(cs.hello.Heldout)
+			}
+		}
+		n := len(c.oprf.members)
+		keys = max(keys, all, n*(head+point*c.oprf.threshold))
+	}
+	return MaxFrameBytes(FrameSize{Plain: (pseudonymHex + 3) * rows, Keys: keys})
 }
 
 // Seats counts the participants the federation knows: registered (a hello

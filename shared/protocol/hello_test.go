@@ -106,10 +106,10 @@ func TestHelloAboveMaxFeaturesRefused(t *testing.T) {
 func TestFeatureHeldTwiceRefusesBoth(t *testing.T) {
 	d := testData(120, 8, 4)
 	blocks := gridBlocks(d, 2, 2) // 0: group 0 features 0-3, 1: group 0 features 4-7, 2 and 3: group 1
-	claim := blocks[0]            // group 0's first features, claiming group 1's samples too
-	claim.IDs = append(append([]string{}, blocks[0].IDs...), blocks[2].IDs...)
-	claim.Y = append(append([]float64{}, blocks[0].Y...), blocks[2].Y...)
-	claim.Heldout = append(append([]bool{}, blocks[0].Heldout...), blocks[2].Heldout...)
+	claim := blocks[0]            // group 0's first features, on group 1's samples
+	claim.IDs = slices.Clone(blocks[2].IDs)
+	claim.Y = slices.Clone(blocks[2].Y)
+	claim.Heldout = slices.Clone(blocks[2].Heldout)
 	claim.X = dataset.NewDense(len(claim.IDs), blocks[0].X.Cols)
 	for _, tc := range []struct {
 		name   string

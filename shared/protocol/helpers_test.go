@@ -118,14 +118,18 @@ func newFedScheme(t testing.TB, blocks []partition.Block, cfg Config, scheme sea
 		t.Fatal(err)
 	}
 	mem, err := NewMemory(len(blocks), func(k int) (*Participant, error) {
-		if cfg.Keys == KeysThreshold {
-			return NewParticipant(&blocks[k], testSecret, nil) // the key setup gives the key
+		var key seal.Key // threshold keys: the key setup gives the key
+		if cfg.Keys != KeysThreshold {
+			var err error
+			if key, err = seal.NewKeyFor(scheme, testSecret.Derive(seal.KeyPurpose)); err != nil {
+				return nil, err
+			}
 		}
-		key, err := seal.NewKeyFor(scheme, testSecret.Derive(seal.KeyPurpose))
-		if err != nil {
-			return nil, err
+		p, err := NewParticipant(&blocks[k], testSecret, key)
+		if err == nil && cfg.OPRF() {
+			p.AlignByOPRF()
 		}
-		return NewParticipant(&blocks[k], testSecret, key)
+		return p, err
 	})
 	if err != nil {
 		t.Fatal(err)

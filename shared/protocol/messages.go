@@ -66,6 +66,23 @@ const (
 	KindKeyReady     Kind = "key-ready"     // a member's setup is complete
 	KindSwitch       Kind = "switch"        // make switching shares of these chunks to these participants' own keys
 	KindSwitchShares Kind = "switch-shares" // the switching shares, one a job of the request, in its order
+
+	// OPRF pseudonyms (Config.Pseudonyms "oprf"), before the alignment:
+	// the key committee generates the OPRF key, every participant has its
+	// blinded ids evaluated by the members and sends the pseudonyms
+	// (coordinator_pseudonyms.go). Keys carries the package oprf's
+	// encodings, each tagged under the link secret where a relay could
+	// otherwise substitute it.
+	KindOPRFSetup     Kind = "oprf-setup"     // the committee (OPRF): members make a channel key
+	KindOPRFKey       Kind = "oprf-key"       // a member's channel key (none from the others)
+	KindOPRFKeys      Kind = "oprf-keys"      // every member's channel key: deal
+	KindOPRFDealt     Kind = "oprf-dealt"     // a member's commitment and its shares, sealed to the other members
+	KindOPRFShares    Kind = "oprf-shares"    // every commitment and, to a member, its shares: blind your ids
+	KindOPRFBlinded   Kind = "oprf-blinded"   // the participant's blinded ids
+	KindOPRFEval      Kind = "oprf-eval"      // every participant's blinded ids, to a member: evaluate them
+	KindOPRFEvaluated Kind = "oprf-evaluated" // a member's evaluations, one batch a participant, with proofs
+	KindOPRFEvals     Kind = "oprf-evals"     // the members' evaluations of the receiver's ids
+	KindPseudonyms    Kind = "pseudonyms"     // the participant's pseudonyms, in its hello's order
 )
 
 // Error codes of KindError messages: what a sender did wrong, for programs
@@ -125,6 +142,14 @@ type Message struct {
 	// Bias: the block holds the federation's last feature with this one
 	// non-zero value in every row (Config.FindBias; 0: it does not).
 	Bias float64 `json:",omitempty"`
+	// Digest (OPRF pseudonyms, whose hello has none) is a keyed hash of
+	// the block's ids in order: a returning participant must bring the
+	// same block.
+	Digest string `json:",omitempty"`
+
+	// oprf-setup, oprf-eval: the OPRF key committee and what the receiver
+	// does in it
+	OPRF *OPRFRound `json:",omitempty"`
 
 	// setup
 	Setup *Setup
@@ -277,11 +302,12 @@ type Message struct {
 // constants of the federation. Per-sample slices follow the order of the
 // participant's Hello.
 type Setup struct {
+	Client  int   // the participant's index: the paper rule's picks follow it
 	Slots   []int // layout slot of each sample
 	Group   []int // index into Groups of each sample
 	Holders []int // |B_n| of each sample
 	// Groups are the sample groups the participant belongs to; GroupKeys
-	// name them for pick seeds (the smallest pseudonym in the group).
+	// name them by their holders, for pick seeds.
 	GroupKeys []string
 	NumTrain  int
 	Config    Config
@@ -311,6 +337,21 @@ type Setup struct {
 	// sample group in layout order, so that a member refuses to switch a
 	// chunk to a participant that does not hold it.
 	Layout []GroupLayout `json:",omitempty"`
+}
+
+// OPRFRound is the OPRF key committee and, in oprf-eval, the batches a
+// member evaluates.
+type OPRFRound struct {
+	Members   []int // the members' participant indexes; member j (1-based) is Members[j-1]
+	Threshold int
+	Member    int // the receiver's member number (0: not a member)
+	// Participant is the receiver's index, which its evaluations are
+	// bound to.
+	Participant int `json:",omitempty"`
+	// oprf-eval: the participant each batch in Keys is from, and the rows
+	// it declared (its hello's): a member evaluates no more for it.
+	From []int `json:",omitempty"`
+	Rows []int `json:",omitempty"`
 }
 
 // GroupLayout is one sample group as a key committee member sees it: its

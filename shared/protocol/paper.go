@@ -7,6 +7,7 @@ package protocol
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 
 	"github.com/hyfed/hyfed/shared/seal"
 )
@@ -68,7 +69,7 @@ func (p *Participant) onStep(m Message) ([]Message, error) {
 	}
 	var slots []int
 	var vals []float64
-	seed := p.secret.PickSeed("client "+p.pseud[0], m.Round)
+	seed := p.secret.PickSeed("client "+strconv.Itoa(p.setup.Client), m.Round)
 	for _, i := range pick(p.train, cfg.Inner, seed) {
 		d := p.loss.Step(p.alpha[i], p.block.Y[i], p.ip[i], p.q[i], p.lambdaN)
 		if d == 0 {

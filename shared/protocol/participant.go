@@ -20,6 +20,10 @@ type Participant struct {
 	secret secret.Secret
 	key    seal.Key
 	pseud  []string
+	// byOPRF: the samples are aligned by OPRF pseudonyms (AlignByOPRF),
+	// which the pseudonym phase makes (oprf); the hello carries none.
+	byOPRF bool
+	oprf   *participantOPRF
 
 	setup   *Setup
 	rule    participantRule // the algorithm's part (setup.Config.Algo)
@@ -88,7 +92,8 @@ type Participant struct {
 // before its setup.
 func (k Kind) beforeSetup() bool {
 	switch k {
-	case KindSetup, KindError, KindDone, KindKeySetup, KindKeySetups, KindKeyShares, KindSwitch:
+	case KindSetup, KindError, KindDone, KindKeySetup, KindKeySetups, KindKeyShares, KindSwitch,
+		KindOPRFSetup, KindOPRFKeys, KindOPRFShares, KindOPRFEval, KindOPRFEvals:
 		return true
 	}
 	return false
@@ -117,6 +122,9 @@ func NewParticipant(b *partition.Block, s secret.Secret, key seal.Key) (*Partici
 func (p *Participant) Hello() Message {
 	m := Message{Kind: KindHello, Pseudonyms: p.pseud, Heldout: p.block.Heldout,
 		Features: p.block.Features, NumFeatures: p.block.NumFeatures, Fingerprint: p.secret.Fingerprint()}
+	if p.byOPRF {
+		m.Pseudonyms, m.Digest = nil, blockDigest(p.secret, p.block.IDs)
+	}
 	if p.raw != nil {
 		m.Magnitudes, m.Labelled = rawMagnitudes(p.raw), p.raw.Raw.HasLabels
 	} else {
@@ -167,6 +175,8 @@ func (p *Participant) Handle(m Message) ([]Message, error) {
 		return p.onKeyShares(m)
 	case KindSwitch:
 		return p.onSwitch(m)
+	case KindOPRFSetup, KindOPRFKeys, KindOPRFShares, KindOPRFEval, KindOPRFEvals:
+		return p.onPseudonyms(m)
 	case KindNorms:
 		q, err := seal.OpenSlots(p.key, m.Sealed, p.setup.Slots)
 		if err != nil {

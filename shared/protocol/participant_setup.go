@@ -18,6 +18,9 @@ func (p *Participant) onSetup(m Message) ([]Message, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("participant: setup: %w", err)
 	}
+	if cfg.OPRF() != p.byOPRF {
+		return nil, fmt.Errorf("participant: setup: the federation's pseudonyms are %s, but this participant's link says %s", cfg.Pseudonyms, map[bool]string{true: PseudonymsOPRF, false: PseudonymsKeyed}[p.byOPRF])
+	}
 	l, err := loss.Parse(cfg.Loss)
 	if err != nil {
 		return nil, err

@@ -28,6 +28,10 @@ type Link struct {
 	Invite string
 	Secret secret.Secret
 	Scheme string // bgv (default), bgv-threshold or plaintext
+	// OPRF: the federation aligns samples by OPRF pseudonyms (the
+	// fragment's pseudonyms=oprf), so the participant never sends keyed
+	// ones, whatever a server says.
+	OPRF bool
 }
 
 // SchemeThreshold is the Scheme of a link to a federation with threshold
@@ -67,6 +71,13 @@ func ParseLink(s string) (Link, error) {
 			return l, fmt.Errorf("join link: the part after '#': %w", err)
 		}
 		l.Invite, frag = v.Get("invite"), v.Get("secret")
+		switch ps := v.Get("pseudonyms"); ps {
+		case "", "keyed":
+		case "oprf":
+			l.OPRF = true
+		default:
+			return l, fmt.Errorf("join link: pseudonyms=%q, want oprf", ps)
+		}
 	} else {
 		l.Invite = u.Query().Get("invite") // the older form
 	}
@@ -91,8 +102,16 @@ func ParseLink(s string) (Link, error) {
 // Fragment is the part of the link after '#': the invite and the secret.
 func (l Link) Fragment() string {
 	sec := SecretPrefix(l.Scheme) + l.Secret.String()
-	return "invite=" + url.QueryEscape(l.Invite) + "&secret=" + sec
+	f := "invite=" + url.QueryEscape(l.Invite) + "&secret=" + sec
+	if l.OPRF {
+		f += "&" + OPRFParam
+	}
+	return f
 }
+
+// OPRFParam ends the fragment of a link to a federation that aligns samples
+// by OPRF pseudonyms.
+const OPRFParam = "pseudonyms=oprf"
 
 // SecretPrefix is what precedes the secret in the link of a federation
 // sealed with scheme (a seal.Scheme's name): "plaintext:", "threshold:" or

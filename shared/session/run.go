@@ -140,6 +140,9 @@ func Run(ctx context.Context, l Link, b *partition.Block, o Options) (*Result, e
 		if err != nil {
 			return res, err
 		}
+		if l.OPRF {
+			p.AlignByOPRF()
+		}
 		p.TakeBoundaries(prev)
 		prev = p
 		if res.KeyState != nil {

@@ -344,6 +344,8 @@ var phases = map[protocol.Kind]string{
 	// committee members deal and take Shamir shares, and later switch the
 	// sums the coordinator hands the others to their own keys.
 	protocol.KindKeySetup: "setting up the threshold key", protocol.KindKeySetups: "setting up the threshold key",
+	protocol.KindOPRFSetup: "making the pseudonyms of your record ids", protocol.KindOPRFShares: "making the pseudonyms of your record ids",
+	protocol.KindOPRFEvals: "making the pseudonyms of your record ids",
 	protocol.KindKeyShares: "setting up the threshold key", protocol.KindSwitch: "switching a sum to its receiver's key (key committee)",
 }
 

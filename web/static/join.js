@@ -31,8 +31,11 @@ const inviteKey = 'hyfed-invite-' + fedID;
 const link = (() => {
   const f = H.fragment();
   const query = new URLSearchParams(location.search).get('invite') || '';
-  return {invite: f.invite || query, secret: f.secret || f[''] || '', old: !f.invite && !!query};
+  return {invite: f.invite || query, secret: f.secret || f[''] || '', old: !f.invite && !!query, oprf: f.pseudonyms === 'oprf'};
 })();
+// How record ids leave the tab: keyed pseudonyms, or OPRF ones (the link says).
+const pseudonymWords = link.oprf ? 'an OPRF pseudonym the key committee helps make, which no one can compute alone' : 'a keyed pseudonym';
+document.getElementById('never-ids').textContent = 'your record ids (only ' + (link.oprf ? 'OPRF pseudonyms, which no participant can compute alone' : 'keyed pseudonyms') + ' of them)';
 if (link.old) {
   // Keep the token out of the address bar from now on (a reload, a copy).
   history.replaceState(null, '', location.pathname + '#invite=' + encodeURIComponent(link.invite) + '&secret=' + link.secret);
@@ -360,7 +363,7 @@ function showMapping(m) {
     const tr = tb.appendChild(H.el('tr', null, {'data-use': c.use.split(' ')[0]}));
     tr.appendChild(H.el('td', c.column === '' ? '(column ' + (i + 1) + ', no name)' : c.column));
     let use = c.use;
-    if (c.use === 'id') use = 'record id (only a keyed pseudonym of it leaves this tab)';
+    if (c.use === 'id') use = 'record id (only ' + pseudonymWords + ' of it leaves this tab)';
     else if (c.use === 'label') use = 'label: ' + labelWords(m);
     else if (c.use === 'ignored') use = 'ignored: the federation does not use this column';
     else if (c.use.startsWith('feature ')) {
@@ -461,7 +464,7 @@ function onProgress(ev) {
 // kindWords names the protocol's messages for people; the protocol's own
 // name stays in the row's tooltip and data-kind.
 const kindWords = {
-  'hello': 'joining: the shape of your data and pseudonyms of your record ids',
+  'hello': link.oprf ? 'joining: the shape of your data (your record ids follow as OPRF pseudonyms)' : 'joining: the shape of your data and pseudonyms of your record ids',
   'prep-part': 'preparing: your labels (encrypted) and column statistics',
   'norms-part': 'the size of each of your rows',
   'primal': 'your share of the model',
@@ -475,6 +478,9 @@ const kindWords = {
   'local-part': 'your local model (a baseline algorithm)',
   'key-share': 'setting up the key', 'key-dealt': 'setting up the key', 'key-ready': 'setting up the key',
   'switch-shares': 'turning sums to their receivers\' keys',
+  'oprf-key': 'making the pseudonym key', 'oprf-dealt': 'making the pseudonym key (shares sealed to the committee)',
+  'oprf-blinded': 'your record ids, blinded (random points to everyone else)',
+  'oprf-evaluated': 'the committee\'s evaluations of blinded ids', 'pseudonyms': 'the pseudonyms of your record ids',
 };
 function showSent(s) {
   $('sent-total').textContent = s.frames + ' messages, ' + H.bytes(s.bytes) + ': ' + H.bytes(s.sealed_bytes) + ' encrypted, ' +

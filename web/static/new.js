@@ -66,6 +66,7 @@ $('form').addEventListener('submit', async (e) => {
     if (schema) req.schema = schema; // the schema decides the features
     else if ($('features').value.trim() !== '') req.num_features = numberOf('features', 'features', true);
     req.algo = $('algo').value;
+    if ($('oprf').checked) req.pseudonyms = 'oprf';
     if (req.algo === 'hyfdca') {
       req.seal_primal = $('seal-primal').checked;
     } else {
@@ -84,7 +85,8 @@ $('form').addEventListener('submit', async (e) => {
     // join_path is /join/<id>#invite=<invite>: the secret joins the fragment
     // (an older server's ?invite= path takes it as the whole fragment).
     const frag = (plaintext ? 'plaintext:' : '') + secret;
-    const link = location.origin + resp.join_path + (resp.join_path.includes('#') ? '&secret=' : '#') + frag;
+    const link = location.origin + resp.join_path + (resp.join_path.includes('#') ? '&secret=' : '#') + frag +
+      (req.pseudonyms === 'oprf' ? '&pseudonyms=oprf' : '');
     $('fed-id').textContent = resp.id;
     $('join').value = link;
     $('join-open').href = link;

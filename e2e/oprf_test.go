@@ -1,0 +1,80 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hyfed/hyfed/server"
+	"github.com/hyfed/hyfed/shared/experiment"
+	"github.com/hyfed/hyfed/shared/protocol"
+	"github.com/hyfed/hyfed/shared/secret"
+	"github.com/hyfed/hyfed/shared/session"
+)
+
+// TestOPRFTabs: four tabs join through a link that says OPRF pseudonyms;
+// the committee (three of the tabs) makes the key, each tab has its ids
+// evaluated and unblinds them in its WebAssembly participant, and the run
+// equals hyfed experiment's with keyed pseudonyms, bit for bit. No frame the
+// server received holds a keyed pseudonym of an id.
+func TestOPRFTabs(t *testing.T) {
+	const rounds, seed = 8, 7
+	blocks := loadBlocks(t, "breast-cancer", "grid:2,2")
+	prep, err := experiment.Prepare(experiment.Options{Data: "breast-cancer", Partition: "grid:2,2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := protocol.Config{Lambda: 1e-3, Rounds: rounds, Tol: protocol.NoTol, IIC: 0.2, Clients: len(blocks), NumFeatures: blocks[0].NumFeatures}
+	if f, v, ok := prep.Data.ConstantFeature(); ok {
+		cfg.BiasFeature, cfg.BiasValue = f, v // as hyfed experiment finds it in the data
+	}
+	var want []protocol.RoundMetrics
+	if _, err := experiment.RunPreparedWithHistory(t.Context(), prep, experiment.Options{Data: "breast-cancer", Partition: "grid:2,2", Seed: seed, PStar: 1, Config: cfg}, &want); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, seeded)
+	sec := secret.FromSeed(seed)
+	req := server.CreateRequest{Name: "e2e: OPRF pseudonyms", RoundTimeout: server.Duration(time.Minute), Config: cfg}
+	req.Pseudonyms, req.Seed, req.Fingerprint = protocol.PseudonymsOPRF, seed, sec.Fingerprint()
+	resp := postCreate(t, ts.URL, req)
+	link := joinLink(t, ts.URL, resp, sec.String()) + "&" + session.OPRFParam
+
+	b := newBrowser(t)
+	start := time.Now()
+	tabs := make([]*tab, len(blocks))
+	for i, bl := range blocks { // one after another: the clients' numbers follow the blocks
+		tabs[i] = joinTab(t, b, link, writeBlockFile(t, bl, fmt.Sprintf("block-%d.libsvm", i)), bl.N())
+	}
+	for _, tb := range tabs {
+		tb.waitJS("training to finish", "document.body.dataset.done === '1'", 3*time.Minute)
+	}
+	t.Logf("4 tabs: pseudonyms and %d rounds in %.1fs", rounds, time.Since(start).Seconds())
+	st := waitStatus(t, ts.URL, resp.ID, "the federation to finish", 10*time.Second, func(s server.Status) bool { return s.State == "finished" })
+	if len(st.History) != len(want) || st.Config.Pseudonyms != protocol.PseudonymsOPRF {
+		t.Fatalf("%d rounds, pseudonyms %q; in process %d", len(st.History)-1, st.Config.Pseudonyms, len(want)-1)
+	}
+	for i, r := range st.History {
+		if float64(r.Primal) != want[i].Primal || float64(r.Dual) != want[i].Dual {
+			t.Fatalf("round %d: primal %v dual %v; in process with keyed pseudonyms %v %v", i, float64(r.Primal), float64(r.Dual), want[i].Primal, want[i].Dual)
+		}
+	}
+	frames := ts.Frames(resp.ID)
+	n := 0
+	for _, bl := range blocks {
+		for _, id := range bl.IDs {
+			p := sec.Pseudonym(id)
+			for k, fs := range frames {
+				for _, f := range fs {
+					n++
+					if strings.Contains(string(f), p) {
+						t.Fatalf("a frame from participant %d holds the keyed pseudonym of id %s", k, id)
+					}
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no frame recorded")
+	}
+}
