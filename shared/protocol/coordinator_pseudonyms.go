@@ -30,13 +30,17 @@ type oprfState struct {
 	chanKeys  [][]byte         // per member, tagged (oprf-key)
 	commits   [][]byte         // per member, tagged (oprf-dealt)
 	inbox     map[int][][]byte // sealed shares by recipient participant
-	batches   map[int][]byte   // blinded ids by participant
-	from      []int            // the participants whose ids the members evaluate, in oprf-eval's order
-	evals     map[int][][]byte // evaluations of each participant's ids, one a member
+	batches   map[int][][]byte // blinded ids by participant, in batches of at most oprfBatch
+	from      []int            // the participant of each batch the members evaluate, in oprf-eval's order
+	first     map[int]int      // where each participant's batches start in from
 	// broken: a participant left, or joined, since the phase began; one
 	// that comes back has lost its part (a member its key share).
 	broken bool
 }
+
+// oprfBatch is the most ids in one batch: a batch's proof covers at most
+// oprf.MaxBatch points. A variable only so that tests can make batches small.
+var oprfBatch = oprf.MaxBatch
 
 // pseudonymTag is the length of a tag under the link secret (HMAC-SHA256).
 const pseudonymTag = 32
@@ -74,7 +78,7 @@ func (c *Coordinator) pseudonymSetup() {
 	}
 	n := min(c.cfg.KeyCommittee, len(all))
 	st := &oprfState{members: all[:n], threshold: min(c.cfg.KeyThreshold, n), inbox: map[int][][]byte{},
-		batches: map[int][]byte{}, evals: map[int][][]byte{}}
+		batches: map[int][][]byte{}}
 	c.oprf = st
 	for _, k := range all {
 		c.send(k, Message{Kind: KindOPRFSetup, Round: c.round, OPRF: st.roundFor(k)})
@@ -145,11 +149,15 @@ func (c *Coordinator) oprfBlindedIn(p *phaseState) {
 	st := c.oprf
 	r := &OPRFRound{Members: st.members, Threshold: st.threshold}
 	var keys [][]byte
-	st.from = sortedKeys(p.replies)
-	for _, k := range st.from {
-		r.From = append(r.From, k)
-		r.Rows = append(r.Rows, len(c.clients[k].hello.Heldout))
-		keys = append(keys, st.batches[k])
+	st.from, st.first = nil, map[int]int{}
+	for _, k := range sortedKeys(p.replies) {
+		st.first[k] = len(st.from)
+		for _, b := range st.batches[k] {
+			st.from = append(st.from, k)
+			r.From = append(r.From, k)
+			r.Rows = append(r.Rows, len(c.clients[k].hello.Heldout))
+			keys = append(keys, b)
+		}
 	}
 	for _, k := range st.members {
 		out := *r
@@ -168,7 +176,14 @@ func (c *Coordinator) oprfEvaluatedIn(p *phaseState) {
 	st := c.oprf
 	all := c.connected()
 	for _, k := range all {
-		c.send(k, Message{Kind: KindOPRFEvals, Round: c.round, Keys: st.evals[k]})
+		// Batch-major, as the participant reads them.
+		var keys [][]byte
+		for bi := range st.batches[k] {
+			for _, m := range st.members {
+				keys = append(keys, p.replies[m].Keys[st.batchAt(k, bi)])
+			}
+		}
+		c.send(k, Message{Kind: KindOPRFEvals, Round: c.round, Keys: keys})
 	}
 	c.await(PhaseOPRFFinal, all, func(p *phaseState) {
 		if c.oprfAgain(p) {
@@ -230,25 +245,27 @@ func (c *Coordinator) checkOPRF(k int, m Message) error {
 		}
 		return nil
 	case KindOPRFBlinded:
-		if len(m.Keys) != 1 {
-			return fmt.Errorf("oprf-blinded: %d batches, want 1", len(m.Keys))
+		if want := (rows + oprfBatch - 1) / oprfBatch; len(m.Keys) != want {
+			return fmt.Errorf("oprf-blinded: %d batches, want the %d of %d rows", len(m.Keys), want, rows)
 		}
-		req, err := oprf.DecodeEvaluationRequest(m.Keys[0], rows)
-		if err != nil {
-			return fmt.Errorf("oprf-blinded: not a batch of at most the %d ids the participant declared: %w", rows, err)
+		for i, b := range m.Keys {
+			n := min(oprfBatch, rows-i*oprfBatch)
+			req, err := oprf.DecodeEvaluationRequest(b, n)
+			if err != nil {
+				return fmt.Errorf("oprf-blinded: not a batch of at most the %d ids the participant declared: %w", rows, err)
+			}
+			if len(req.Elements) != n || req.Context != c.oprfContext(k) {
+				return fmt.Errorf("oprf-blinded: %d ids for participant %q of %q, want the %d it declared, its own", len(req.Elements), req.Context.ParticipantID, req.Context.FederationID, rows)
+			}
 		}
-		if len(req.Elements) != rows || req.Context != c.oprfContext(k) {
-			return fmt.Errorf("oprf-blinded: %d ids for participant %q of %q, want the %d it declared, its own", len(req.Elements), req.Context.ParticipantID, req.Context.FederationID, rows)
-		}
-		st.batches[k] = m.Keys[0]
+		st.batches[k] = m.Keys
 		return nil
 	case KindOPRFEvaluated:
-		batches := st.from
-		if len(m.Keys) != len(batches) {
-			return fmt.Errorf("oprf-evaluated: %d evaluations, want one for each of %d participants", len(m.Keys), len(batches))
+		if len(m.Keys) != len(st.from) {
+			return fmt.Errorf("oprf-evaluated: %d evaluations, want one for each of %d batches", len(m.Keys), len(st.from))
 		}
-		for i, from := range batches {
-			n := len(c.clients[from].hello.Heldout)
+		for i, from := range st.from {
+			n := min(oprfBatch, len(c.clients[from].hello.Heldout)-(i-st.first[from])*oprfBatch)
 			r, err := oprf.DecodeEvaluationResponse(m.Keys[i], n)
 			if err != nil {
 				return fmt.Errorf("oprf-evaluated: participant %d's ids: %w", from, err)
@@ -256,9 +273,6 @@ func (c *Coordinator) checkOPRF(k int, m Message) error {
 			if r.Member != member || len(r.Elements) != n {
 				return fmt.Errorf("oprf-evaluated: %d evaluations of member %d for participant %d, want %d of member %d", len(r.Elements), r.Member, from, n, member)
 			}
-		}
-		for i, from := range batches {
-			st.evals[from] = append(st.evals[from], m.Keys[i])
 		}
 		return nil
 	case KindPseudonyms:
@@ -279,6 +293,9 @@ func (c *Coordinator) checkOPRF(k int, m Message) error {
 	}
 	return fmt.Errorf("%s: not a reply of the pseudonym phase", m.Kind)
 }
+
+// batchAt is the index in from of participant k's batch bi.
+func (st *oprfState) batchAt(k, bi int) int { return st.first[k] + bi }
 
 // oprfContext is what participant k's evaluations are bound to.
 func (c *Coordinator) oprfContext(k int) oprf.Context {

@@ -152,13 +152,14 @@ func (c *Coordinator) keyFrameBytes() int {
 // their proofs.
 func (c *Coordinator) oprfFrameBytes(k int) int {
 	const point, head = 32, 256 // an encoded element; a batch's header, context and proof
+	batch := func(rows int) int { return head*((rows+oprfBatch-1)/oprfBatch) + point*rows }
 	rows := len(c.clients[k].hello.Heldout)
-	keys := head + point*rows
+	keys := batch(rows)
 	if slices.Contains(c.oprf.members, k) {
 		all := 0
 		for _, cs := range c.clients {
 			if cs.hello != nil {
-				all += head + point*len(cs.hello.Heldout)
+				all += batch(len(cs.hello.Heldout))
 			}
 		}
 		n := len(c.oprf.members)

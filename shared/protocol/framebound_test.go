@@ -46,6 +46,8 @@ func TestFramesWithinTheirBound(t *testing.T) {
 		{"fedhybrid", Config{Algo: fedhybrid.Name, Loss: "logistic", Lambda: 1e-2, Rounds: 3, Inner: 1, Mu: 0.05}, short, gridBlocks(d, 4, 1), 0, false},
 		{"own files, bgv", ownCfg, bgv, own.blocks, 0, false},
 		{"threshold keys", Config{Lambda: 0.05, Inner: 3, Rounds: 3, Seed: 1, Keys: KeysThreshold}, thr, small, 0, false},
+		{"OPRF pseudonyms, bgv", Config{Lambda: 1e-2, Rounds: 3, Seed: 5, Pseudonyms: PseudonymsOPRF}, bgv, gridBlocks(d, 2, 3), 0, false},
+		{"OPRF pseudonyms, threshold keys", Config{Lambda: 0.05, Inner: 3, Rounds: 3, Seed: 1, Keys: KeysThreshold, Pseudonyms: PseudonymsOPRF}, thr, small, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFedScheme(t, tc.blocks, tc.cfg, tc.scheme)

@@ -29,7 +29,7 @@ type participantOPRF struct {
 	chanKeys  [][]byte         // every member's, checked
 	evaluator *oprf.Evaluator  // a member's, once its key share is made
 	pub       *oprf.PublicKeys
-	blind     *oprf.BlindState
+	blinds    []*oprf.BlindState // the block's ids in batches of at most oprfBatch
 	own       *oprf.SecretShare // a member's share of its own dealing
 }
 
@@ -154,25 +154,30 @@ func (p *Participant) onPseudonyms(m Message) ([]Message, error) {
 	case KindOPRFEval:
 		return p.onOPRFEval(m)
 	case KindOPRFEvals:
+		// Batch-major: every member's evaluation of the first batch, then
+		// of the next.
 		st := p.oprf
-		if st.blind == nil {
-			return nil, errors.New("participant: oprf-evals before its ids were blinded")
+		if len(st.blinds) == 0 || len(m.Keys)%len(st.blinds) != 0 {
+			return nil, fmt.Errorf("participant: oprf-evals: %d evaluations for %d batches", len(m.Keys), len(st.blinds))
 		}
-		var rs []*oprf.EvaluationResponse
-		for _, b := range m.Keys {
-			r, err := oprf.DecodeEvaluationResponse(b, st.blind.Len())
+		per := len(m.Keys) / len(st.blinds)
+		var ps []string
+		for bi, b := range st.blinds {
+			var rs []*oprf.EvaluationResponse
+			for _, e := range m.Keys[bi*per : (bi+1)*per] {
+				r, err := oprf.DecodeEvaluationResponse(e, b.Len())
+				if err != nil {
+					return nil, fmt.Errorf("participant: oprf-evals: %w", err)
+				}
+				rs = append(rs, r)
+			}
+			outs, err := b.Finalize(st.pub, p.oprfContext(), rs)
 			if err != nil {
 				return nil, fmt.Errorf("participant: oprf-evals: %w", err)
 			}
-			rs = append(rs, r)
-		}
-		outs, err := st.blind.Finalize(st.pub, p.oprfContext(), rs)
-		if err != nil {
-			return nil, fmt.Errorf("participant: oprf-evals: %w", err)
-		}
-		ps := make([]string, len(outs))
-		for i, o := range outs {
-			ps[i] = hex.EncodeToString(o[:pseudonymHex/2])
+			for _, o := range outs {
+				ps = append(ps, hex.EncodeToString(o[:pseudonymHex/2]))
+			}
 		}
 		p.oprf = nil
 		return []Message{{Kind: KindPseudonyms, Round: m.Round, Pseudonyms: ps}}, nil
@@ -230,18 +235,25 @@ func (p *Participant) onOPRFShares(m Message) ([]Message, error) {
 	} else if len(m.Keys) != n {
 		return nil, fmt.Errorf("participant: oprf-shares: shares to a participant outside the committee")
 	}
-	ids := make([][]byte, len(p.block.IDs))
-	for i, id := range p.block.IDs {
-		ids[i] = []byte(id)
+	// A proof covers at most oprf.MaxBatch points: larger blocks go in
+	// several batches.
+	var reqs [][]byte
+	for start := 0; start < len(p.block.IDs); start += oprfBatch {
+		ids := make([][]byte, 0, min(oprfBatch, len(p.block.IDs)-start))
+		for _, id := range p.block.IDs[start:min(start+oprfBatch, len(p.block.IDs))] {
+			ids = append(ids, []byte(id))
+		}
+		b, err := oprf.Blind(ids, rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		req, err := b.Request(p.oprfContext()).MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		st.blinds, reqs = append(st.blinds, b), append(reqs, req)
 	}
-	if st.blind, err = oprf.Blind(ids, rand.Reader); err != nil {
-		return nil, err
-	}
-	req, err := st.blind.Request(p.oprfContext()).MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	return []Message{{Kind: KindOPRFBlinded, Round: m.Round, Keys: [][]byte{req}}}, nil
+	return []Message{{Kind: KindOPRFBlinded, Round: m.Round, Keys: reqs}}, nil
 }
 
 // onOPRFEval evaluates every participant's blinded ids with the member's

@@ -135,3 +135,32 @@ func TestOPRFRestore(t *testing.T) {
 		t.Fatalf("the restored run recorded %d rounds", len(h))
 	}
 }
+
+// TestOPRFBatches: a block of more ids than one proof covers goes in
+// several batches (here of 7 ids), and the federation trains as with
+// keyed pseudonyms.
+func TestOPRFBatches(t *testing.T) {
+	defer func(b int) { oprfBatch = b }(oprfBatch)
+	oprfBatch = 7
+	d := testData(100, 6, 2)
+	blocks := gridBlocks(d, 2, 2) // 50 ids each: 8 batches
+	cfg := Config{Lambda: 1e-2, Inner: 6, Rounds: 5}
+	h0 := newFed(t, blocks, cfg).run(t)
+	cfg.Pseudonyms = PseudonymsOPRF
+	f := newFed(t, blocks, cfg)
+	batches := 0
+	f.mem.Observe = func(toServer bool, _ int, m *Message) {
+		if toServer && m.Kind == KindOPRFBlinded {
+			batches += len(m.Keys)
+		}
+	}
+	h1 := f.run(t)
+	if batches != 4*8 || len(h1) != len(h0) {
+		t.Fatalf("%d batches, %d rounds", batches, len(h1)-1)
+	}
+	for i := range h0 {
+		if !sameBits(h0[i].Primal, h1[i].Primal) {
+			t.Fatalf("round %d: P %v, keyed %v", i, h1[i].Primal, h0[i].Primal)
+		}
+	}
+}
