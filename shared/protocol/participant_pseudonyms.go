@@ -30,7 +30,7 @@ type participantOPRF struct {
 	evaluator *oprf.Evaluator  // a member's, once its key share is made
 	pub       *oprf.PublicKeys
 	blinds    []*oprf.BlindState // the block's ids in batches of at most oprfBatch
-	own       *oprf.SecretShare // a member's share of its own dealing
+	own       *oprf.SecretShare  // a member's share of its own dealing
 }
 
 // AlignByOPRF makes the participant take part in a federation whose samples
