@@ -13,12 +13,18 @@ import (
 	"github.com/hyfed/hyfed/shared/session"
 )
 
-// TestOPRFTabs: four tabs join through a link that says OPRF pseudonyms;
-// the committee (three of the tabs) makes the key, each tab has its ids
+// TestOPRFTabsChromium is oprfTabs in Chromium; TestOPRFTabsFirefox the
+// same in Firefox.
+func TestOPRFTabsChromium(t *testing.T) { oprfTabs(t, newChromium) }
+
+func TestOPRFTabsFirefox(t *testing.T) { oprfTabs(t, newFirefox) }
+
+// oprfTabs: four tabs join through a link that says OPRF pseudonyms; the
+// committee (three of the tabs) makes the key, each tab has its ids
 // evaluated and unblinds them in its WebAssembly participant, and the run
 // equals hyfed experiment's with keyed pseudonyms, bit for bit. No frame the
 // server received holds a keyed pseudonym of an id.
-func TestOPRFTabs(t *testing.T) {
+func oprfTabs(t *testing.T, start func(testing.TB) engine) {
 	const rounds, seed = 8, 7
 	blocks := loadBlocks(t, "breast-cancer", "grid:2,2")
 	prep, err := experiment.Prepare(experiment.Options{Data: "breast-cancer", Partition: "grid:2,2"})
@@ -40,41 +46,53 @@ func TestOPRFTabs(t *testing.T) {
 	resp := postCreate(t, ts.URL, req)
 	link := joinLink(t, ts.URL, resp, sec.String()) + "&" + session.OPRFParam
 
-	b := newBrowser(t)
-	start := time.Now()
-	tabs := make([]*tab, len(blocks))
+	e := start(t)
+	began := time.Now()
+	var tabs []page
 	for i, bl := range blocks { // one after another: the clients' numbers follow the blocks
-		tabs[i] = joinTab(t, b, link, writeBlockFile(t, bl, fmt.Sprintf("block-%d.libsvm", i)), bl.N())
+		p := e.newPage()
+		p.navigate(link)
+		p.waitJS("the participant to load", "document.body.dataset.ready === '1'", joinTimeout)
+		if s := p.text("#never-ids"); !strings.Contains(s, "OPRF pseudonyms") {
+			p.fatalf("the page says of record ids %q", s)
+		}
+		p.upload("#file", writeBlockFile(t, bl, fmt.Sprintf("block-%d.libsvm", i)))
+		p.waitJS("the summary of the file", "!document.getElementById('summary').hidden", 20*time.Second)
+		p.click("#join")
+		p.waitJS("the server's welcome", "document.body.dataset.registered === '1'", 20*time.Second)
+		tabs = append(tabs, p)
 	}
-	for _, tb := range tabs {
-		tb.waitJS("training to finish", "document.body.dataset.done === '1'", 3*time.Minute)
+	for _, p := range tabs {
+		p.waitJS("training to finish", "document.body.dataset.done === '1'", 3*time.Minute)
 	}
-	t.Logf("4 tabs: pseudonyms and %d rounds in %.1fs", rounds, time.Since(start).Seconds())
+	t.Logf("%s, 4 tabs: pseudonyms and %d rounds in %.1fs", e.name(), rounds, time.Since(began).Seconds())
 	st := waitStatus(t, ts.URL, resp.ID, "the federation to finish", 10*time.Second, func(s server.Status) bool { return s.State == "finished" })
 	if len(st.History) != len(want) || st.Config.Pseudonyms != protocol.PseudonymsOPRF {
-		t.Fatalf("%d rounds, pseudonyms %q; in process %d", len(st.History)-1, st.Config.Pseudonyms, len(want)-1)
+		t.Fatalf("%s: %d rounds, pseudonyms %q; in process %d", e.name(), len(st.History)-1, st.Config.Pseudonyms, len(want)-1)
 	}
 	for i, r := range st.History {
 		if float64(r.Primal) != want[i].Primal || float64(r.Dual) != want[i].Dual {
-			t.Fatalf("round %d: primal %v dual %v; in process with keyed pseudonyms %v %v", i, float64(r.Primal), float64(r.Dual), want[i].Primal, want[i].Dual)
+			t.Fatalf("%s: round %d: primal %v dual %v; in process with keyed pseudonyms %v %v", e.name(), i, float64(r.Primal), float64(r.Dual), want[i].Primal, want[i].Dual)
 		}
 	}
 	frames := ts.Frames(resp.ID)
 	n := 0
+	for _, fs := range frames {
+		n += len(fs)
+	}
+	if n == 0 {
+		t.Fatal("no frame recorded")
+	}
 	for _, bl := range blocks {
 		for _, id := range bl.IDs {
 			p := sec.Pseudonym(id)
 			for k, fs := range frames {
 				for _, f := range fs {
-					n++
 					if strings.Contains(string(f), p) {
-						t.Fatalf("a frame from participant %d holds the keyed pseudonym of id %s", k, id)
+						t.Fatalf("%s: a frame from participant %d holds the keyed pseudonym of id %s", e.name(), k, id)
 					}
 				}
 			}
 		}
-	}
-	if n == 0 {
-		t.Fatal("no frame recorded")
 	}
 }
