@@ -100,7 +100,12 @@ func (s *BlindState) Finalize(pub *PublicKeys, ctx Context, responses []*Evaluat
 		}
 		seen[r.Member] = true
 	}
-	use := responses[:t]
+	return s.combine(responses[:t])
+}
+
+// combine makes the outputs from T verified responses.
+func (s *BlindState) combine(use []*EvaluationResponse) ([][]byte, error) {
+	t := len(use)
 	indices := make([]int, t)
 	for k, r := range use {
 		indices[k] = r.Member
@@ -126,6 +131,50 @@ func (s *BlindState) Finalize(pub *PublicKeys, ctx Context, responses []*Evaluat
 		out[i] = finalizeHash(in, enc)
 	}
 	return out, nil
+}
+
+// FinalizeValid is Finalize that sets aside the responses that fail (each a
+// *MemberError in bad) and combines T of the others; it fails only with
+// fewer than T that verify. A participant goes on without a lying member.
+func (s *BlindState) FinalizeValid(pub *PublicKeys, ctx Context, responses []*EvaluationResponse) (out [][]byte, bad []*MemberError, err error) {
+	if pub == nil || pub.Committee.check() != nil || len(pub.Shares) != pub.Committee.N || ctx.check() != nil {
+		return nil, nil, errors.New("oprf: finalize: no public keys of the committee, or a bad context")
+	}
+	verifier := dleq.Verifier{Params: ctx.proofParams()}
+	seen := make(map[int]bool, len(responses))
+	var good []*EvaluationResponse
+	for _, r := range responses {
+		if r == nil {
+			return nil, nil, errors.New("oprf: finalize: nil response")
+		}
+		if err := s.verify(pub, verifier, r, seen); err != nil {
+			bad = append(bad, &MemberError{r.Member, err})
+			continue
+		}
+		seen[r.Member] = true
+		good = append(good, r)
+	}
+	if len(good) < pub.Committee.T {
+		return nil, bad, fmt.Errorf("oprf: finalize: %d of %d responses verify, threshold needs %d", len(good), len(responses), pub.Committee.T)
+	}
+	out, err = s.combine(good[:pub.Committee.T])
+	return out, bad, err
+}
+
+// VerifyEvaluation checks a member's response to req against the member's
+// public key share: what a relay that kept both can check of a complaint.
+func VerifyEvaluation(pub *PublicKeys, req *EvaluationRequest, r *EvaluationResponse) error {
+	if pub == nil || req == nil || r == nil || pub.Committee.check() != nil || len(pub.Shares) != pub.Committee.N {
+		return errors.New("oprf: verify: missing public keys of the committee, request or response")
+	}
+	if err := req.Context.check(); err != nil {
+		return fmt.Errorf("oprf: verify: %w", err)
+	}
+	s := &BlindState{elements: req.Elements}
+	if err := s.verify(pub, dleq.Verifier{Params: req.Context.proofParams()}, r, map[int]bool{}); err != nil {
+		return &MemberError{r.Member, err}
+	}
+	return nil
 }
 
 func (s *BlindState) verify(pub *PublicKeys, v dleq.Verifier, r *EvaluationResponse, seen map[int]bool) error {

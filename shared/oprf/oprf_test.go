@@ -386,3 +386,45 @@ func TestLyingMemberIsNamed(t *testing.T) {
 		})
 	}
 }
+
+// TestFinalizeValid: a lying member is set aside and named, the others'
+// responses still give the outputs; a relay that kept the request and the
+// responses can check the complaint (VerifyEvaluation); fewer than T that
+// verify fail.
+func TestFinalizeValid(t *testing.T) {
+	tc := newTestCommittee(t, 3, 2)
+	tc.finish(t, tc.allDealers())
+	ctx := Context{FederationID: "fed", ParticipantID: "p"}
+	tc.declare(t, ctx, 10)
+	st, err := Blind(testInputs(4), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := tc.respond(t, ctx, st, 1, 2, 3)
+	want, err := st.Finalize(tc.pub, ctx, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lie := *rs[0]
+	lie.Elements = append([]Element(nil), lie.Elements...)
+	lie.Elements[1] = g.NewElement().Add(lie.Elements[1], g.Generator())
+	got, bad, err := st.FinalizeValid(tc.pub, ctx, []*EvaluationResponse{&lie, rs[1], rs[2]})
+	if err != nil || len(bad) != 1 || bad[0].Member != 1 {
+		t.Fatalf("bad %v, err %v", bad, err)
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("output %d differs without the liar", i)
+		}
+	}
+	req := st.Request(ctx)
+	if err := VerifyEvaluation(tc.pub, req, &lie); err == nil {
+		t.Fatal("the relay's check passed the lie")
+	}
+	if err := VerifyEvaluation(tc.pub, req, rs[1]); err != nil {
+		t.Fatalf("the relay's check refused an honest member: %v", err)
+	}
+	if _, _, err := st.FinalizeValid(tc.pub, ctx, []*EvaluationResponse{&lie, rs[1]}); err == nil {
+		t.Fatal("one response that verifies made outputs at t = 2")
+	}
+}

@@ -3,8 +3,10 @@ package protocol
 import (
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hyfed/hyfed/shared/oprf"
 )
@@ -33,6 +35,7 @@ type oprfState struct {
 	batches   map[int][][]byte // blinded ids by participant, in batches of at most oprfBatch
 	from      []int            // the participant of each batch the members evaluate, in oprf-eval's order
 	first     map[int]int      // where each participant's batches start in from
+	evals     map[int][][]byte // each member's evaluations, one a batch of from, to check complaints
 	// broken: a participant left, or joined, since the phase began; one
 	// that comes back has lost its part (a member its key share).
 	broken bool
@@ -174,6 +177,10 @@ func (c *Coordinator) oprfEvaluatedIn(p *phaseState) {
 		return
 	}
 	st := c.oprf
+	st.evals = map[int][][]byte{}
+	for _, m := range st.members {
+		st.evals[m] = p.replies[m].Keys
+	}
 	all := c.connected()
 	for _, k := range all {
 		// Batch-major, as the participant reads them.
@@ -192,9 +199,81 @@ func (c *Coordinator) oprfEvaluatedIn(p *phaseState) {
 		for k, m := range p.replies {
 			c.clients[k].hello.Pseudonyms = m.Pseudonyms
 		}
+		r := c.oprfComplaints(p.replies)
 		c.oprf = nil
+		if r != nil {
+			c.refuse(r) // the others' pseudonyms stand: the honest members made them
+			return
+		}
 		c.begin()
 	})
+}
+
+// oprfComplaints checks the participants' complaints against members whose
+// evaluations did not verify, with the public commitments and what the
+// coordinator relayed: a member whose evaluations fail is refused, and so
+// is a participant whose complaint was false.
+func (c *Coordinator) oprfComplaints(replies map[int]Message) *refusal {
+	st := c.oprf
+	committee := oprf.Committee{N: len(st.members), T: st.threshold}
+	var pub *oprf.PublicKeys
+	liars, falsely := map[int]bool{}, map[int]bool{}
+	var why []string
+	for _, k := range sortedKeys(replies) {
+		m := replies[k]
+		if m.OPRF == nil {
+			continue
+		}
+		if pub == nil {
+			var cms []*oprf.Commitment
+			for _, b := range st.commits {
+				cm, err := oprf.DecodeCommitment(b[:len(b)-pseudonymTag], committee) // checked when it came
+				if err != nil {
+					c.fail(fmt.Errorf("oprf: a commitment: %w", err))
+					return nil
+				}
+				cms = append(cms, cm)
+			}
+			var err error
+			if pub, err = oprf.NewPublicKeys(committee, cms); err != nil {
+				c.fail(fmt.Errorf("oprf: the public keys: %w", err))
+				return nil
+			}
+		}
+		for _, j := range m.OPRF.Bad {
+			if j < 1 || j > len(st.members) {
+				falsely[k] = true
+				continue
+			}
+			member := st.members[j-1]
+			lied := false
+			for bi, b := range st.batches[k] {
+				req, err1 := oprf.DecodeEvaluationRequest(b, oprfBatch)
+				resp, err2 := oprf.DecodeEvaluationResponse(st.evals[member][st.batchAt(k, bi)], oprfBatch)
+				if err1 != nil || err2 != nil || oprf.VerifyEvaluation(pub, req, resp) != nil {
+					lied = true
+				}
+			}
+			if lied {
+				liars[member] = true
+				why = append(why, fmt.Sprintf("%s's evaluations of %s's ids do not verify against its public key share", c.name(member), c.name(k)))
+			} else {
+				falsely[k] = true
+				why = append(why, fmt.Sprintf("%s said %s's evaluations of its ids do not verify, and they do", c.name(k), c.name(member)))
+			}
+		}
+	}
+	who := slices.Sorted(maps.Keys(liars))
+	for k := range falsely {
+		if !liars[k] {
+			who = append(who, k)
+		}
+	}
+	if len(who) == 0 {
+		return nil
+	}
+	slices.Sort(who)
+	return &refusal{who, Errorf(CodeSchema, "OPRF pseudonyms: %s", strings.Join(why, "; "))}
 }
 
 // checkOPRF checks a reply of the pseudonym phase from participant k and

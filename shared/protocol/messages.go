@@ -352,6 +352,10 @@ type OPRFRound struct {
 	// it declared (its hello's): a member evaluates no more for it.
 	From []int `json:",omitempty"`
 	Rows []int `json:",omitempty"`
+	// pseudonyms: the members whose evaluations of the sender's ids did
+	// not verify (it made its pseudonyms without them); the coordinator
+	// checks each complaint itself.
+	Bad []int `json:",omitempty"`
 }
 
 // GroupLayout is one sample group as a key committee member sees it: its

@@ -8,7 +8,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -162,6 +164,7 @@ func (p *Participant) onPseudonyms(m Message) ([]Message, error) {
 		}
 		per := len(m.Keys) / len(st.blinds)
 		var ps []string
+		bad := map[int]bool{}
 		for bi, b := range st.blinds {
 			var rs []*oprf.EvaluationResponse
 			for _, e := range m.Keys[bi*per : (bi+1)*per] {
@@ -171,16 +174,23 @@ func (p *Participant) onPseudonyms(m Message) ([]Message, error) {
 				}
 				rs = append(rs, r)
 			}
-			outs, err := b.Finalize(st.pub, p.oprfContext(), rs)
+			outs, liars, err := b.FinalizeValid(st.pub, p.oprfContext(), rs)
 			if err != nil {
 				return nil, fmt.Errorf("participant: oprf-evals: %w", err)
+			}
+			for _, l := range liars {
+				bad[l.Member] = true
 			}
 			for _, o := range outs {
 				ps = append(ps, hex.EncodeToString(o[:pseudonymHex/2]))
 			}
 		}
 		p.oprf = nil
-		return []Message{{Kind: KindPseudonyms, Round: m.Round, Pseudonyms: ps}}, nil
+		reply := Message{Kind: KindPseudonyms, Round: m.Round, Pseudonyms: ps}
+		if len(bad) > 0 {
+			reply.OPRF = &OPRFRound{Bad: slices.Sorted(maps.Keys(bad))}
+		}
+		return []Message{reply}, nil
 	}
 	return nil, fmt.Errorf("participant: %s: not a request of the pseudonym phase", m.Kind)
 }

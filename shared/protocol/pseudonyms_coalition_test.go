@@ -212,3 +212,57 @@ func TestOPRFBudget(t *testing.T) {
 		t.Logf("a member: %s", errs[0])
 	})
 }
+
+// TestOPRFLyingMember: a committee member whose evaluations of a
+// participant's ids do not verify is named by that participant, which makes
+// its pseudonyms with the other members; the coordinator checks the
+// complaint against what it relayed and refuses the member, and the
+// others keep their pseudonyms. A false complaint refuses its maker.
+func TestOPRFLyingMember(t *testing.T) {
+	d := testData(120, 6, 8)
+	blocks := gridBlocks(d, 2, 2)
+	cfg := Config{Lambda: 1e-2, Inner: 4, Rounds: 2, Pseudonyms: PseudonymsOPRF}
+	for _, tc := range []struct {
+		name    string
+		tamper  func(toServer bool, k int, m *Message)
+		refused int
+		want    string
+	}{
+		{"a member lies", func(toServer bool, k int, m *Message) {
+			if toServer && k == 1 && m.Kind == KindOPRFEvaluated {
+				last := len(m.Keys) - 1 // participant 3's batch
+				r, _ := oprf.DecodeEvaluationResponse(m.Keys[last], 1000)
+				r.Elements[0] = cgroup.Ristretto255.NewElement().Add(r.Elements[0], cgroup.Ristretto255.Generator())
+				m.Keys[last], _ = r.MarshalBinary()
+			}
+		}, 1, "P1's evaluations of P3's ids do not verify"},
+		{"a false complaint", func(toServer bool, k int, m *Message) {
+			if toServer && k == 3 && m.Kind == KindPseudonyms {
+				m.OPRF = &OPRFRound{Bad: []int{1}}
+			}
+		}, 3, "P3 said P0's evaluations of its ids do not verify, and they do"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFed(t, blocks, cfg)
+			f.coord.SetNamer(func(k int) string { return fmt.Sprintf("P%d", k) })
+			refused := map[int]string{}
+			f.mem.Observe = func(toServer bool, k int, m *Message) {
+				tc.tamper(toServer, k, m)
+				if !toServer && m.Kind == KindError {
+					refused[k] = m.Err
+				}
+			}
+			if err := Serve(t.Context(), f.coord, f.mem, nil); !errors.Is(err, ErrIdle) {
+				t.Fatalf("serve: %v", err)
+			}
+			if len(refused) != 1 || !strings.Contains(refused[tc.refused], tc.want) {
+				t.Fatalf("refused %v, want P%d: %q", refused, tc.refused, tc.want)
+			}
+			for k, cs := range f.coord.clients {
+				if k != tc.refused && (cs.hello == nil || len(cs.hello.Pseudonyms) != blocks[k].N()) {
+					t.Fatalf("participant %d lost its pseudonyms", k)
+				}
+			}
+		})
+	}
+}
