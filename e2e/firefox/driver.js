@@ -122,7 +122,11 @@ async function run(browser, cmd) {
         browser.on('targetcreated', onTarget);
         timer = setTimeout(() => resolve(null), 40000);
       });
-      await page.click(cmd.sel);
+      // The element's own click, which BiDi runs with user activation (so
+      // window.open may open a tab): a mouse click at coordinates read
+      // before misses when the page's layout moves meanwhile.
+      await page.waitForSelector(cmd.sel, {visible: true, timeout: 10000});
+      await page.$eval(cmd.sel, (e) => e.click());
       const p = await opened;
       clearTimeout(timer);
       browser.off('targetcreated', onTarget);
