@@ -134,8 +134,10 @@ func (s *BlindState) combine(use []*EvaluationResponse) ([][]byte, error) {
 }
 
 // FinalizeValid is Finalize that sets aside the responses that fail (each a
-// *MemberError in bad) and combines T of the others; it fails only with
-// fewer than T that verify. A participant goes on without a lying member.
+// *MemberError in bad) and combines the first T that verify; it fails only
+// with fewer than T that do. Responses after those T are not checked (a
+// verification is two thirds of the cost): a participant goes on without
+// a lying member, and names one only if it stood among the first it used.
 func (s *BlindState) FinalizeValid(pub *PublicKeys, ctx Context, responses []*EvaluationResponse) (out [][]byte, bad []*MemberError, err error) {
 	if pub == nil || pub.Committee.check() != nil || len(pub.Shares) != pub.Committee.N || ctx.check() != nil {
 		return nil, nil, errors.New("oprf: finalize: no public keys of the committee, or a bad context")
@@ -144,6 +146,9 @@ func (s *BlindState) FinalizeValid(pub *PublicKeys, ctx Context, responses []*Ev
 	seen := make(map[int]bool, len(responses))
 	var good []*EvaluationResponse
 	for _, r := range responses {
+		if len(good) == pub.Committee.T {
+			break
+		}
 		if r == nil {
 			return nil, nil, errors.New("oprf: finalize: nil response")
 		}
