@@ -22,8 +22,9 @@ type Participant struct {
 	pseud  []string
 	// byOPRF: the samples are aligned by OPRF pseudonyms (AlignByOPRF),
 	// which the pseudonym phase makes (oprf); the hello carries none.
-	byOPRF bool
-	oprf   *participantOPRF
+	byOPRF  bool
+	oprf    *participantOPRF
+	browser bool // InBrowser
 
 	setup   *Setup
 	rule    participantRule // the algorithm's part (setup.Config.Algo)
@@ -125,6 +126,7 @@ func (p *Participant) Hello() Message {
 	if p.byOPRF {
 		m.Pseudonyms, m.Digest = nil, blockDigest(p.secret, p.block.IDs)
 	}
+	m.Browser = p.browser
 	if p.raw != nil {
 		m.Magnitudes, m.Labelled = rawMagnitudes(p.raw), p.raw.Raw.HasLabels
 	} else {

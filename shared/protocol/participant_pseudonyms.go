@@ -41,6 +41,9 @@ type participantOPRF struct {
 // up otherwise.
 func (p *Participant) AlignByOPRF() { p.byOPRF, p.pseud = true, nil }
 
+// InBrowser says in the hello that the participant runs in a browser tab.
+func (p *Participant) InBrowser() { p.browser = true }
+
 // blockDigest is a keyed hash of a block's ids in order: one value for the
 // whole block, so that no id can be tested against it alone.
 func blockDigest(s secret.Secret, ids []string) string {

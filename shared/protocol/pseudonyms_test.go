@@ -164,3 +164,28 @@ func TestOPRFBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestOPRFCommitteeTakesNativeFirst: participants whose hello says they run
+// in a browser tab join the committee only when too few native ones are
+// there.
+func TestOPRFCommitteeTakesNativeFirst(t *testing.T) {
+	d := testData(100, 6, 2)
+	blocks := gridBlocks(d, 2, 2)
+	cfg := Config{Lambda: 1e-2, Inner: 6, Rounds: 2, Pseudonyms: PseudonymsOPRF}
+	f := newFed(t, blocks, cfg)
+	for qi := range f.mem.queue { // participants 0 and 1 are tabs
+		if e := &f.mem.queue[qi]; e.Kind == EventJoin && e.From < 2 {
+			e.Msg.Browser = true
+		}
+	}
+	var members []int
+	f.mem.Observe = func(toServer bool, k int, m *Message) {
+		if !toServer && m.Kind == KindOPRFSetup && k == 0 {
+			members = m.OPRF.Members
+		}
+	}
+	f.run(t)
+	if !slices.Equal(members, []int{0, 2, 3}) {
+		t.Fatalf("committee %v, want the two native participants and the first tab", members)
+	}
+}

@@ -29,6 +29,9 @@ type Dialer func(ctx context.Context, url string, protocols []string) (Conn, err
 type Options struct {
 	Dial Dialer
 	Log  *slog.Logger
+	// Browser: the participant runs in a browser tab (its hello says so,
+	// and the OPRF key committee takes native participants first).
+	Browser bool
 	// Session, if set, reconnects as an already registered participant.
 	Session string
 	// OnWelcome sees the session token and name once the server accepts
@@ -142,6 +145,9 @@ func Run(ctx context.Context, l Link, b *partition.Block, o Options) (*Result, e
 		}
 		if l.OPRF {
 			p.AlignByOPRF()
+		}
+		if o.Browser {
+			p.InBrowser()
 		}
 		p.TakeBoundaries(prev)
 		prev = p

@@ -382,6 +382,7 @@ func Run(ctx context.Context, href string, r Resume, b *partition.Block, dial se
 	var prep *protocol.Setup
 	emit(Event{Type: "state", State: "connecting"})
 	res, err := session.Run(ctx, link, b, session.Options{
+		Browser:  true,
 		Dial:     dial,
 		Session:  r.Session,
 		KeyState: r.KeyState,
