@@ -30,15 +30,7 @@ func TestOPRFPseudonymsTrainTheSameModel(t *testing.T) {
 			cfg := tc.cfg
 			cfg.Pseudonyms = PseudonymsOPRF
 			byOPRF := newFed(t, tc.blocks, cfg)
-			h1 := byOPRF.run(t)
-			if len(h0) != len(h1) {
-				t.Fatalf("%d rounds, by OPRF %d", len(h0)-1, len(h1)-1)
-			}
-			for i := range h0 {
-				if !sameBits(h0[i].Primal, h1[i].Primal) || !sameBits(h0[i].Dual, h1[i].Dual) {
-					t.Fatalf("round %d: P %v D %v, by OPRF P %v D %v", i, h0[i].Primal, h0[i].Dual, h1[i].Primal, h1[i].Dual)
-				}
-			}
+			sameHistory(t, h0, byOPRF.run(t))
 			for k := range tc.blocks {
 				c0, c1 := keyed.coord.clients[k], byOPRF.coord.clients[k]
 				if !equalInts(c0.slots, c1.slots) || !equalInts(c0.groups, c1.groups) {
@@ -88,14 +80,9 @@ func TestOPRFPhaseAgainAfterADrop(t *testing.T) {
 			}
 		}
 	}
-	h1 := f.run(t)
-	if setups != 2 || len(h1) != len(h0) {
-		t.Fatalf("%d pseudonym phases, %d rounds (keyed: %d)", setups, len(h1)-1, len(h0)-1)
-	}
-	for i := range h0 {
-		if !sameBits(h0[i].Primal, h1[i].Primal) {
-			t.Fatalf("round %d: P %v, keyed %v", i, h1[i].Primal, h0[i].Primal)
-		}
+	sameHistory(t, h0, f.run(t))
+	if setups != 2 {
+		t.Fatalf("%d pseudonym phases, want 2", setups)
 	}
 }
 
@@ -154,14 +141,9 @@ func TestOPRFBatches(t *testing.T) {
 			batches += len(m.Keys)
 		}
 	}
-	h1 := f.run(t)
-	if batches != 4*8 || len(h1) != len(h0) {
-		t.Fatalf("%d batches, %d rounds", batches, len(h1)-1)
-	}
-	for i := range h0 {
-		if !sameBits(h0[i].Primal, h1[i].Primal) {
-			t.Fatalf("round %d: P %v, keyed %v", i, h1[i].Primal, h0[i].Primal)
-		}
+	sameHistory(t, h0, f.run(t))
+	if batches != 4*8 {
+		t.Fatalf("%d batches, want 8 of each of 4 participants", batches)
 	}
 }
 

@@ -42,15 +42,7 @@ func TestPseudonymValuesDoNotMatter(t *testing.T) {
 			if n != len(blocks) {
 				t.Fatalf("relabelled %d hellos of %d", n, len(blocks))
 			}
-			h1 := relabelled.run(t)
-			if len(h0) != len(h1) {
-				t.Fatalf("%d rounds, relabelled %d", len(h0)-1, len(h1)-1)
-			}
-			for i := range h0 {
-				if !sameBits(h0[i].Primal, h1[i].Primal) || !sameBits(h0[i].Dual, h1[i].Dual) {
-					t.Fatalf("round %d: P %v D %v, relabelled P %v D %v", i, h0[i].Primal, h0[i].Dual, h1[i].Primal, h1[i].Dual)
-				}
-			}
+			sameHistory(t, h0, relabelled.run(t))
 			w0, w1 := plain.coord.Model().W, relabelled.coord.Model().W
 			for j := range w0 {
 				if !sameBits(w0[j], w1[j]) {
@@ -67,6 +59,20 @@ func TestPseudonymValuesDoNotMatter(t *testing.T) {
 }
 
 func sameBits(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+
+// sameHistory fails unless two runs recorded the same rounds with the same
+// primal and dual, bit for bit.
+func sameHistory(t *testing.T, h0, h1 []RoundMetrics) {
+	t.Helper()
+	if len(h0) != len(h1) {
+		t.Fatalf("%d rounds, the other run %d", len(h0)-1, len(h1)-1)
+	}
+	for i := range h0 {
+		if !sameBits(h0[i].Primal, h1[i].Primal) || !sameBits(h0[i].Dual, h1[i].Dual) {
+			t.Fatalf("round %d: P %v D %v, the other run P %v D %v", i, h0[i].Primal, h0[i].Dual, h1[i].Primal, h1[i].Dual)
+		}
+	}
+}
 
 func equalInts(a, b []int) bool {
 	if len(a) != len(b) {
