@@ -68,7 +68,11 @@ func partyID(k int) threshold.PartyID { return threshold.PartyID(k + 1) }
 // keyFederationID is the public id a federation's common reference
 // polynomials are drawn from: the key fingerprint, which differs with every
 // link secret.
-func (c *Coordinator) keyFederationID() string { return "hyfed " + c.fingerprint }
+func (c *Coordinator) keyFederationID() string { return federationID(c.fingerprint) }
+
+// federationID names a federation by its key fingerprint, to the key
+// layers (threshold keys' reference polynomials, the OPRF's contexts).
+func federationID(fingerprint string) string { return "hyfed " + fingerprint }
 
 // thresholdScheme returns the coordinator's scheme as threshold BGV.
 func (c *Coordinator) thresholdScheme() (*seal.ThresholdBGV, error) {

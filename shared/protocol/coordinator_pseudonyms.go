@@ -67,10 +67,6 @@ func (c *Coordinator) needPseudonyms() bool {
 	return false
 }
 
-// oprfFederation names the federation in the evaluations' context: its
-// key fingerprint, which differs with every link secret.
-func (c *Coordinator) oprfFederation() string { return "hyfed " + c.fingerprint }
-
 // pseudonymSetup starts the phase with the participants connected now; the
 // pseudonyms of an earlier run, under another key, are dropped.
 func (c *Coordinator) pseudonymSetup() {
@@ -193,7 +189,7 @@ func (c *Coordinator) oprfEvaluatedIn(p *phaseState) {
 		var keys [][]byte
 		for bi := range st.batches[k] {
 			for _, m := range st.members {
-				keys = append(keys, p.replies[m].Keys[st.batchAt(k, bi)])
+				keys = append(keys, st.evals[m][st.batchAt(k, bi)])
 			}
 		}
 		c.send(k, Message{Kind: KindOPRFEvals, Round: c.round, Keys: keys})
@@ -384,7 +380,7 @@ func (st *oprfState) batchAt(k, bi int) int { return st.first[k] + bi }
 
 // oprfContext is what participant k's evaluations are bound to.
 func (c *Coordinator) oprfContext(k int) oprf.Context {
-	return oprf.Context{FederationID: c.oprfFederation(), ParticipantID: strconv.Itoa(k)}
+	return oprf.Context{FederationID: c.keyFederationID(), ParticipantID: strconv.Itoa(k)}
 }
 
 // cmpBool orders false before true.

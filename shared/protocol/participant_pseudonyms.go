@@ -85,7 +85,7 @@ func untag(s secret.Secret, label string, member int, tagged []byte) ([]byte, er
 }
 
 func (p *Participant) oprfContext() oprf.Context {
-	return oprf.Context{FederationID: "hyfed " + p.secret.Fingerprint(), ParticipantID: strconv.Itoa(p.oprf.round.Participant)}
+	return oprf.Context{FederationID: federationID(p.secret.Fingerprint()), ParticipantID: strconv.Itoa(p.oprf.round.Participant)}
 }
 
 // onPseudonyms handles the pseudonym phase's requests.
